@@ -1,1 +1,8 @@
-__version__ = "0.1.0"
+"""tlalign_mm: Token-Label Alignment (TL-Align) and SPT/LSA for OpenMMLab 2.x.
+
+Importing the package registers its components in the mmpretrain registries.
+"""
+from .models import TLAlignBackbone, TLAlignClassifier, align_labels
+
+__version__ = '0.1.0'
+__all__ = ['align_labels', 'TLAlignBackbone', 'TLAlignClassifier']

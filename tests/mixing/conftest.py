@@ -1,0 +1,78 @@
+"""Shared checks of a MixRecord against the batch it describes."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+def _seed(seed):
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _check_record(record,
+                  inputs,
+                  scores,
+                  mixed_inputs,
+                  mixed_scores,
+                  exact_pixels=True,
+                  area_is_cls=True):
+    """Assert that ``record`` describes how ``inputs`` / ``scores`` became
+    ``mixed_inputs`` / ``mixed_scores``."""
+    batch_size = inputs.size(0)
+    img_h, img_w = inputs.shape[-2:]
+    pw, si, cw = record.pixel_weights, record.source_index, record.cls_weights
+    num_sources = pw.size(1)
+    assert pw.shape == (batch_size, num_sources, img_h, img_w)
+    assert pw.dtype == torch.float32 and pw.device == inputs.device
+    assert si.shape == (batch_size, num_sources) and si.dtype == torch.long
+    assert cw.shape == (batch_size, num_sources)
+    assert torch.equal(si[:, 0], torch.arange(batch_size))
+    assert bool((pw >= 0).all())
+    torch.testing.assert_close(
+        pw.sum(1), torch.ones(batch_size, img_h, img_w), rtol=0, atol=1e-6)
+
+    # The record rebuilds the mixed image.
+    rebuilt = sum(pw[:, s:s + 1] * inputs[si[:, s]].float()
+                  for s in range(num_sources))
+    if exact_pixels:
+        assert torch.equal(rebuilt, mixed_inputs.float())
+    else:
+        torch.testing.assert_close(
+            rebuilt, mixed_inputs.float(), rtol=1e-5, atol=1e-5)
+
+    # ... and the mixed scores.
+    rebuilt_scores = torch.einsum('bs,bsc->bc', cw, scores.float()[si])
+    torch.testing.assert_close(
+        rebuilt_scores, mixed_scores, rtol=0, atol=1e-6)
+
+    if area_is_cls:
+        torch.testing.assert_close(
+            pw.mean((2, 3)), cw, rtol=0, atol=1e-6)
+
+
+def _cell_min_max(weights, patch_size):
+    """Min and max of ``weights (..., H, W)`` over each grid cell (partial
+    cells at the border included)."""
+    shape = weights.shape
+    w = weights.reshape(-1, 1, *shape[-2:])
+    cell_max = F.max_pool2d(w, patch_size, ceil_mode=True)
+    cell_min = -F.max_pool2d(-w, patch_size, ceil_mode=True)
+    out_shape = (*shape[:-2], *cell_max.shape[-2:])
+    return cell_min.reshape(out_shape), cell_max.reshape(out_shape)
+
+
+@pytest.fixture
+def seed():
+    """``seed(n)`` seeds numpy and torch."""
+    return _seed
+
+
+@pytest.fixture
+def check_record():
+    return _check_record
+
+
+@pytest.fixture
+def cell_min_max():
+    return _cell_min_max

@@ -1,0 +1,197 @@
+"""TL-Align through mmpretrain's VisionTransformer against a dense reference."""
+import pytest
+import torch
+from mmpretrain.models import ImageClassifier
+from mmpretrain.registry import MODELS
+
+import tlalign_mm
+from tlalign_mm import align_labels
+from tlalign_mm.models import traced_forward
+from .dense_reference import dense_vit_labels
+
+ARCH = dict(embed_dims=48, num_layers=3, num_heads=3, feedforward_channels=96)
+
+
+def build_vit(type='VisionTransformer', sharpen=4.0, seed=0, **kwargs):
+    torch.manual_seed(seed)
+    cfg = dict(type=type, arch=ARCH, img_size=32, patch_size=8)
+    cfg.update(kwargs)
+    vit = MODELS.build(cfg)
+    vit.init_weights()
+    with torch.no_grad():
+        for p in [vit.pos_embed] + ([vit.cls_token]
+                                    if vit.cls_token is not None else []):
+            p.normal_(0, 0.5)
+        for layer in vit.layers:
+            # Sharpen the attention: scale the query and key projections.
+            layer.attn.qkv.weight[:2 * 48] *= sharpen
+    vit.eval()
+    return vit
+
+
+def random_mix(B, S, H, W, seed=1, box=None):
+    g = torch.Generator().manual_seed(seed)
+    if box is None:
+        # Blocks of 3x3 pixels, so patches (8x8) hold uneven shares.
+        pw = torch.rand(B, S, -(-H // 3), -(-W // 3), generator=g).pow(4)
+        pw = pw.repeat_interleave(3, 2).repeat_interleave(3, 3)[..., :H, :W]
+        pw = pw / pw.sum(1, keepdim=True)
+    else:  # a CutMix box (y1, y2, x1, x2) from source 1
+        y1, y2, x1, x2 = box
+        pw = torch.zeros(B, 2, H, W)
+        pw[:, 0] = 1
+        pw[:, 0, y1:y2, x1:x2] = 0
+        pw[:, 1] = 1 - pw[:, 0]
+    targets = torch.rand(B, S, 10, generator=g)
+    targets = targets / targets.sum(-1, keepdim=True)
+    images = torch.randn(B, 3, H, W, generator=g)
+    return images, pw, targets
+
+
+CASES = [
+    dict(name='cls S=2', S=2, size=(32, 32)),
+    dict(name='cls S=3', S=3, size=(32, 32)),
+    dict(name='box through patches', S=2, size=(32, 32), box=(3, 21, 5, 30)),
+    dict(name='pooled', S=2, size=(32, 32), out_type='avg_featmap'),
+    dict(name='pooled no cls', S=3, size=(32, 32), out_type='avg_featmap',
+         with_cls_token=False),
+    dict(name='other size', S=2, size=(48, 40)),
+    dict(name='not a multiple of patch', S=3, size=(36, 29)),
+    dict(name='distilled', S=2, size=(32, 32),
+         type='DistilledVisionTransformer'),
+]
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c['name'] for c in CASES])
+def test_matches_dense_reference(case):
+    case = dict(case)
+    name, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
+                            case.pop('box', None))
+    vit = build_vit(**case)
+    images, pw, targets = random_mix(3, S, H, W, box=box)
+    cls_weights = pw.mean((2, 3))
+    labels, history = align_labels(vit, images, pw, targets,
+                                   return_token_labels=True)
+    with torch.no_grad():
+        ref, ref_history, _ = dense_vit_labels(vit, images, pw, targets,
+                                               cls_weights, patch=8)
+    assert (labels.double() - ref).abs().max() <= 1e-5
+    assert len(history) == len(ref_history) == 4
+    for ours, theirs in zip(history, ref_history):
+        ours_cls = torch.einsum('bns,bsc->bnc', ours.double(), targets.double())
+        assert (ours_cls - theirs).abs().max() <= 1e-5
+    # The alignment moved something: the test can fail.
+    if vit.out_type == 'cls_token':
+        assert (ref - torch.einsum('bs,bsc->bc', cls_weights.double(),
+                                   targets.double())).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize('S', [1, 2, 3])
+def test_invariants_every_layer(S):
+    vit = build_vit()
+    images, pw, targets = random_mix(4, S, 32, 32)
+    _, history = align_labels(vit, images, pw, targets,
+                              return_token_labels=True)
+    for labels in history:
+        assert labels.dtype == torch.float32
+        assert (labels >= 0).all()
+        torch.testing.assert_close(labels.sum(-1), torch.ones(labels.shape[:2]),
+                                   atol=1e-6, rtol=0)
+
+
+def test_mixup_is_unchanged():
+    vit = build_vit(out_type='avg_featmap')
+    images, _, targets = random_mix(4, 2, 32, 32)
+    lam = torch.tensor([0.3, 0.5, 0.9, 0.1])
+    pw = torch.stack([lam, 1 - lam], 1)[:, :, None, None].expand(4, 2, 32, 32)
+    labels = align_labels(vit, images, pw, targets)
+    mixup = torch.einsum('bs,bsc->bc', torch.stack([lam, 1 - lam], 1), targets)
+    torch.testing.assert_close(labels, mixup, atol=1e-6, rtol=0)
+
+
+def test_identity_attention_keeps_initial_labels():
+    vit = build_vit()
+    for layer in vit.layers:  # attention that moves nothing: A = I
+        layer.attn.scaled_dot_product_attention = \
+            lambda q, k, v, attn_mask=None, dropout_p=0., **kw: v
+    images, pw, targets = random_mix(2, 2, 32, 32, box=(0, 13, 0, 19))
+    cls_weights = torch.tensor([[0.7, 0.3], [0.2, 0.8]])
+    labels = align_labels(vit, images, pw, targets, cls_weights=cls_weights)
+    torch.testing.assert_close(
+        labels, torch.einsum('bs,bsc->bc', cls_weights, targets))
+
+
+def test_tokens_are_the_plain_forward():
+    vit = build_vit(out_type='raw')
+    images, pw, _ = random_mix(2, 2, 32, 32)
+    plain = vit(images)[0]
+    vit.out_type = 'cls_token'
+    traced = traced_forward(vit, images, pw)
+    vit.out_type = 'raw'
+    # The traced call feeds the fused kernel wider (zero-padded) heads, so
+    # the tokens agree to rounding, not bit for bit; eval is bit-identical.
+    torch.testing.assert_close(traced.feats[0], plain[:, 0], atol=1e-5,
+                               rtol=1e-5)
+
+
+def test_wrapper_eval_is_bit_identical_and_checkpoint_is_plain():
+    wrapper = MODELS.build(
+        dict(type='TLAlignBackbone',
+             backbone=dict(type='VisionTransformer', arch=ARCH, img_size=32,
+                           patch_size=8)))
+    plain = MODELS.build(
+        dict(type='VisionTransformer', arch=ARCH, img_size=32, patch_size=8))
+    wrapper.init_weights()
+    state = wrapper.state_dict()
+    assert set(state) == set(plain.state_dict())
+    missing, unexpected = plain.load_state_dict(state, strict=True)
+    assert not missing and not unexpected
+    wrapper.eval()
+    plain.eval()
+    x = torch.randn(2, 3, 32, 32)
+    assert torch.equal(wrapper(x)[0], plain(x)[0])
+    # and back: a plain checkpoint loads into the wrapper
+    again = MODELS.build(
+        dict(type='TLAlignBackbone',
+             backbone=dict(type='VisionTransformer', arch=ARCH, img_size=32,
+                           patch_size=8)))
+    again.load_state_dict(plain.state_dict(), strict=True)
+    again.eval()
+    assert torch.equal(again(x)[0], plain(x)[0])
+
+
+def test_bf16_autocast_keeps_labels_fp32_accurate():
+    vit = build_vit()
+    vit.train()
+    images, pw, targets = random_mix(2, 2, 32, 32)
+    dtypes = []
+    vit.layers[0].attn.qkv.register_forward_hook(
+        lambda m, i, o: dtypes.append(o.dtype))
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        traced = traced_forward(vit, images, pw, keep_history=True)
+    assert dtypes == [torch.bfloat16]  # the attention ran in bf16
+    for labels in traced.history:
+        assert labels.dtype == torch.float32
+        # bf16 label arithmetic would be off by ~1e-3.
+        torch.testing.assert_close(labels.sum(-1), torch.ones(labels.shape[:2]),
+                                   atol=1e-6, rtol=0)
+    ref, _, _ = dense_vit_labels(vit, images, pw, targets, pw.mean((2, 3)), 8)
+    ours = torch.einsum('bs,bsc->bc', traced.weights.double(), targets.double())
+    # The attention itself comes from bf16 q, k.
+    assert (ours - ref).abs().max() < 3e-2
+
+
+def test_bad_inputs_get_clear_errors():
+    vit = build_vit()
+    images, pw, targets = random_mix(2, 2, 32, 32)
+    with pytest.raises(ValueError, match='sum to 1'):
+        align_labels(vit, images, pw * 2, targets)
+    with pytest.raises(ValueError, match='height/width'):
+        align_labels(vit, images, pw[..., :16], targets)
+    with pytest.raises(ValueError, match=r'targets must be \(B, S, C\)'):
+        align_labels(vit, images, pw, targets[:, :1])
+    vit.out_type = 'featmap'
+    with pytest.raises(ValueError, match='out_type'):
+        align_labels(vit, images, pw, targets)
+    with pytest.raises(NotImplementedError, match='no tracer'):
+        align_labels(torch.nn.Conv2d(3, 3, 1), images, pw, targets)

@@ -1,0 +1,82 @@
+"""Head-averaged ``Ā Y`` from the attention call a block already makes.
+
+Labels ride along as extra value channels: with ``v' = [v | Y]`` the fused
+kernel returns ``[A v | A Y]`` per head, and ``Ā Y`` is the mean of the last
+``S`` channels over heads. The attention matrix is never materialised unless
+the attention function itself does so.
+"""
+from typing import Callable, Tuple
+
+import torch
+import torch.nn.functional as F
+
+# Pad the value width to a multiple of this so CPU/GPU fused kernels keep a
+# fast path: the kernels want q, k and v of one width, and widths of 8k.
+_ALIGN = 8
+
+
+def _expand_heads(labels: torch.Tensor, num_heads: int) -> torch.Tensor:
+    B, N, S = labels.shape
+    return labels[:, None].expand(B, num_heads, N, S)
+
+
+def attention_with_labels(attn_fn: Callable,
+                          query: torch.Tensor,
+                          key: torch.Tensor,
+                          value: torch.Tensor,
+                          labels: torch.Tensor,
+                          attn_mask=None,
+                          dropout_p: float = 0.,
+                          **kwargs) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Run ``attn_fn(q, k, v)`` and return its output and ``mean_h(A) Y``.
+
+    Args:
+        attn_fn (Callable): the block's own attention function with the
+            signature of :func:`torch.nn.functional.scaled_dot_product_attention`
+            (it must compute ``dropout(softmax(...)) @ value`` with a scale
+            that depends on the query only).
+        query, key, value (Tensor): ``(B, H, N, d)`` (keys may have their own
+            length ``M``).
+        labels (Tensor): ``(B, M, S)`` float32 labels of the keys' tokens.
+        attn_mask, dropout_p, kwargs: passed to ``attn_fn``.
+
+    Returns:
+        tuple: the attention output ``(B, H, N, d)``, exactly what the block
+        consumes, and ``Ā Y`` ``(B, N, S)`` in float32, computed with the
+        attention *before* dropout.
+    """
+    H, d = query.shape[1], value.shape[-1]
+    S = labels.shape[-1]
+    exact_dtype = query.dtype == torch.float32
+    if dropout_p > 0 or not exact_dtype:
+        # Dropout would perturb the labels and bf16/fp16 values would round
+        # them: compute the block's output as usual and the labels in a
+        # second, dropout-free float32 call with the labels as values.
+        out = attn_fn(query, key, value, attn_mask=attn_mask,
+                      dropout_p=dropout_p, **kwargs)
+        with torch.no_grad():
+            mask = attn_mask
+            if mask is not None and mask.dtype != torch.bool:
+                mask = mask.float()
+            attended = attn_fn(query.detach().float(), key.detach().float(),
+                               _expand_heads(labels.float(), H),
+                               attn_mask=mask, dropout_p=0., **kwargs)
+        return out, attended.mean(1)
+
+    labels = _expand_heads(labels.detach().to(value.dtype), H)
+    if attn_fn is F.scaled_dot_product_attention and 'scale' not in kwargs:
+        # Zero-pad q and k to the value width (q.k is unchanged) and keep the
+        # default scale explicit, so the fused kernel sees equal widths.
+        width = -(-(d + S) // _ALIGN) * _ALIGN
+        extra = width - d - S
+        pad = query.new_zeros(*query.shape[:-1], width - query.shape[-1])
+        kpad = key.new_zeros(*key.shape[:-1], width - key.shape[-1])
+        vpad = value.new_zeros(*value.shape[:-1], extra)
+        out = attn_fn(torch.cat([query, pad], -1), torch.cat([key, kpad], -1),
+                      torch.cat([value, labels, vpad], -1),
+                      attn_mask=attn_mask, dropout_p=0.,
+                      scale=query.shape[-1]**-0.5, **kwargs)
+    else:
+        out = attn_fn(query, key, torch.cat([value, labels], -1),
+                      attn_mask=attn_mask, dropout_p=0., **kwargs)
+    return out[..., :d], out[..., d:d + S].detach().mean(1)

@@ -1,0 +1,95 @@
+"""Initial token labels: how much of each source a token's pixels hold.
+
+Labels are carried as per-token *source weights* ``(B, N, S)`` rather than as
+class vectors ``(B, N, C)``: alignment is linear, so expanding to classes once
+at the end (``weights @ targets``) gives the same result at a cost that does
+not depend on the number of classes.
+"""
+from typing import Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+
+_Pair = Tuple[int, int]
+
+
+def _pair(x) -> _Pair:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x, x)
+
+
+def window_mean(label_map: torch.Tensor,
+                kernel_size,
+                stride,
+                padding=0,
+                dilation=1,
+                pre_pad: Optional[Sequence[int]] = None) -> torch.Tensor:
+    """Mean of a label map under every window of a convolution.
+
+    A token made by a convolution (a patch embedding, an overlapping patch
+    embedding, a spatial-reduction conv) sees the pixels, or tokens, under its
+    window. Its label is their mean. Positions added by padding carry no label
+    mass: the mean is taken over real positions only, so a token of a
+    partially padded window still has a label that sums to 1.
+
+    Args:
+        label_map (Tensor): ``(B, S, H, W)`` source weights of each position.
+        kernel_size, stride, padding, dilation: the convolution's geometry
+            (ints or pairs), as in :class:`torch.nn.Conv2d`.
+        pre_pad (Sequence[int], optional): an explicit zero padding applied
+            before the convolution, as ``(left, right, top, bottom)`` (the
+            order of :func:`torch.nn.functional.pad`), e.g. mmcv's
+            ``AdaptivePadding``.
+
+    Returns:
+        Tensor: ``(B, S, h, w)`` with ``h, w`` the convolution's output size.
+    """
+    B, S, H, W = label_map.shape
+    kernel_size, stride = _pair(kernel_size), _pair(stride)
+    padding, dilation = _pair(padding), _pair(dilation)
+    valid = label_map.new_ones(1, 1, H, W)
+    x = label_map.reshape(B * S, 1, H, W)
+    if pre_pad is not None and any(pre_pad):
+        x = F.pad(x, list(pre_pad))
+        valid = F.pad(valid, list(pre_pad))
+    ones = label_map.new_ones(1, 1, *kernel_size)
+    conv = dict(stride=stride, padding=padding, dilation=dilation)
+    mass = F.conv2d(x, ones, **conv)
+    count = F.conv2d(valid, ones, **conv)
+    if (count <= 0).any():
+        raise ValueError(
+            'A token window covers only padding, so it has no label. The '
+            f'geometry (kernel {kernel_size}, stride {stride}, padding '
+            f'{padding}, pre-padding {pre_pad}) does not fit a '
+            f'{H}x{W} map.')
+    return (mass / count).reshape(B, S, *mass.shape[-2:])
+
+
+def flatten_label_map(label_map: torch.Tensor) -> torch.Tensor:
+    """``(B, S, h, w)`` -> ``(B, h*w, S)``, in the token order of
+    ``x.flatten(2).transpose(1, 2)`` that patch embeddings use."""
+    return label_map.flatten(2).transpose(1, 2)
+
+
+def label_map_of(tokens: torch.Tensor, hw: _Pair) -> torch.Tensor:
+    """``(B, h*w, S)`` -> ``(B, S, h, w)``, the inverse of
+    :func:`flatten_label_map`."""
+    B, N, S = tokens.shape
+    return tokens.transpose(1, 2).reshape(B, S, *hw)
+
+
+def with_extra_tokens(patch_labels: torch.Tensor, cls_weights: torch.Tensor,
+                      num_extra_tokens: int) -> torch.Tensor:
+    """Prepend the class (and distillation) tokens' labels.
+
+    Args:
+        patch_labels (Tensor): ``(B, N, S)``.
+        cls_weights (Tensor): ``(B, S)``, each source's area share (lambda).
+        num_extra_tokens (int): how many tokens precede the patch tokens.
+
+    Returns:
+        Tensor: ``(B, num_extra_tokens + N, S)``.
+    """
+    if num_extra_tokens == 0:
+        return patch_labels
+    extra = cls_weights[:, None, :].expand(-1, num_extra_tokens, -1)
+    return torch.cat([extra.to(patch_labels), patch_labels], dim=1)

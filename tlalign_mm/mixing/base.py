@@ -1,0 +1,177 @@
+"""What every recording batch augmentation shares.
+
+A *recording* batch augmentation is an mmpretrain batch augmentation (its
+``__call__(batch_inputs, batch_score) -> (inputs, scores)`` unchanged) with one
+more method, ``mix_with_record(batch_inputs, batch_scores) -> (inputs, scores,
+MixRecord)``, that makes the same mix from the same random draws and also says
+how every pixel was mixed (:class:`~tlalign_mm.core.mix_record.MixRecord`).
+"""
+from typing import Tuple
+
+import numpy as np
+import torch
+from mmpretrain.models.utils.batch_augments import Mixup
+
+from tlalign_mm.core.mix_record import MixRecord
+from .grid import cells_to_pixels, grid_shape
+
+
+def check_scores(batch_scores: torch.Tensor) -> torch.Tensor:
+    """Check that the scores are one-hot style ``(N, num_classes)`` and cast
+    them to float, as mmpretrain's ``Mixup.__call__`` does before mixing."""
+    assert batch_scores.ndim == 2, \
+        'The input `batch_scores` should be a one-hot format tensor, ' \
+        'which shape should be ``(N, num_classes)``.'
+    return batch_scores.float()
+
+
+def mask_pixel_weights(mask: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Pixel weights of a hard two-source mix shared by the whole batch.
+
+    Args:
+        mask (Tensor): ``(H, W)`` bool, True where the pixel is taken from the
+            second (permuted) source.
+        batch_size (int): ``B``.
+
+    Returns:
+        Tensor: ``(B, 2, H, W)`` float32: ``~mask`` for source 0 and ``mask``
+        for source 1.
+    """
+    weights = torch.stack([~mask, mask]).to(torch.float32)
+    return weights.unsqueeze(0).expand(batch_size, -1, -1, -1).contiguous()
+
+
+def two_source_record(pixel_weights: torch.Tensor, index: torch.Tensor,
+                      lam: float, mode: str) -> MixRecord:
+    """The record of ``lam * x + (1 - lam) * x[index]``-style mixes.
+
+    Args:
+        pixel_weights (Tensor): ``(B, 2, H, W)`` float32 pixel weights.
+        index (Tensor): ``(B, )`` the permutation drawn by the augmentation.
+        lam (float): The (corrected) mixing ratio of the first source; also
+            the weight of the first source in the mixed scores.
+        mode (str): Name of the augmentation.
+
+    Returns:
+        MixRecord: with ``source_index = [arange(B), index]`` and
+        ``cls_weights = [lam, 1 - lam]`` for every sample.
+    """
+    device = pixel_weights.device
+    batch_size = pixel_weights.size(0)
+    source_index = torch.stack(
+        [torch.arange(batch_size, device=device),
+         index.to(device)], dim=1)
+    lam = float(lam)
+    cls_weights = torch.tensor([lam, 1. - lam],
+                               dtype=torch.float32,
+                               device=device).repeat(batch_size, 1)
+    return MixRecord(
+        pixel_weights=pixel_weights,
+        source_index=source_index,
+        cls_weights=cls_weights,
+        mode=mode)
+
+
+class BaseCellMix(Mixup):
+    """Base class of mixes that swap whole cells of the patch grid.
+
+    One mask of cells is drawn per batch (like the single box of CutMix) and
+    every image takes the masked cells from its partner ``x[index]``. The
+    sampling follows mmpretrain's :class:`Mixup` / :class:`CutMix`:
+    ``lam = np.random.beta(alpha, alpha)``, then ``index =
+    torch.randperm(N)``, then the cells (numpy RNG, see
+    :meth:`sample_cell_mask`). ``lam`` is then replaced by the exact share of
+    pixels kept from the first source, so the mixed scores and the record's
+    ``cls_weights`` are the true area shares.
+
+    Cells are ``patch_size x patch_size`` pixels; when the image size is not a
+    multiple of ``patch_size`` the last row / column of cells is partial (see
+    :mod:`tlalign_mm.mixing.grid`). Every cell, partial or not, counts as one
+    cell when cells are drawn, but ``lam`` counts pixels.
+
+    Subclasses implement :meth:`sample_cell_mask`. ``mix`` and ``__call__``
+    return the first two outputs of :meth:`mix_with_record`.
+
+    Args:
+        alpha (float): Parameter of the Beta distribution of ``lam``, as in
+            :class:`Mixup`.
+        patch_size (int): Side of a cell in pixels. Defaults to 16.
+    """
+
+    #: Name written to :attr:`MixRecord.mode`.
+    record_mode = 'cellmix'
+
+    def __init__(self, alpha: float, patch_size: int = 16):
+        super().__init__(alpha=alpha)
+        assert isinstance(patch_size, int) and patch_size > 0, \
+            f'`patch_size` should be a positive int, got {patch_size!r}.'
+        self.patch_size = patch_size
+
+    def sample_cell_mask(self, grid_hw: Tuple[int, int],
+                         lam: float) -> np.ndarray:
+        """Draw the cells taken from the second source.
+
+        Args:
+            grid_hw (tuple): ``(rows, cols)`` of the cell grid.
+            lam (float): The sampled mixing ratio; about ``(1 - lam)`` of the
+                cells should be replaced.
+
+        Returns:
+            np.ndarray: ``(rows, cols)`` bool, True for replaced cells.
+        """
+        raise NotImplementedError(
+            f'{type(self).__name__} must implement `sample_cell_mask`.')
+
+    def mix_with_record(
+        self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
+    ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
+        """Mix the batch and record how.
+
+        Args:
+            batch_inputs (Tensor): ``(N, C, H, W)`` images (any dtype). Not
+                modified.
+            batch_scores (Tensor): ``(N, num_classes)`` one-hot format labels.
+
+        Returns:
+            Tuple[Tensor, Tensor, MixRecord]: The mixed inputs ``(N, C, H, W)``
+            (same dtype as the inputs), the mixed float scores
+            ``(N, num_classes)`` and the record (two sources).
+        """
+        batch_scores = check_scores(batch_scores)
+        lam = np.random.beta(self.alpha, self.alpha)
+        batch_size = batch_inputs.size(0)
+        img_shape = tuple(batch_inputs.shape[-2:])
+        index = torch.randperm(batch_size)
+
+        cell_mask = self.sample_cell_mask(
+            grid_shape(img_shape, self.patch_size), lam)
+        cell_mask = torch.from_numpy(np.asarray(cell_mask, dtype=bool))
+        mask = cells_to_pixels(
+            cell_mask.to(batch_inputs.device), img_shape, self.patch_size)
+        lam = 1. - mask.sum().item() / float(img_shape[0] * img_shape[1])
+
+        mixed_inputs = torch.where(mask, batch_inputs[index], batch_inputs)
+        mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
+        record = two_source_record(
+            mask_pixel_weights(mask, batch_size), index, lam,
+            self.record_mode)
+        return mixed_inputs, mixed_scores, record
+
+    def mix(self, batch_inputs: torch.Tensor,
+            batch_scores: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Mix the batch inputs and batch one-hot format ground truth.
+
+        Args:
+            batch_inputs (Tensor): ``(N, C, H, W)`` images.
+            batch_scores (Tensor): ``(N, num_classes)`` one-hot labels.
+
+        Returns:
+            Tuple[Tensor, Tensor]: The mixed inputs and labels.
+        """
+        mixed_inputs, mixed_scores, _ = self.mix_with_record(
+            batch_inputs, batch_scores)
+        return mixed_inputs, mixed_scores
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}(alpha={self.alpha}, ' \
+               f'patch_size={self.patch_size})'

@@ -1,0 +1,141 @@
+"""Block-wise mixing (the TL-Align paper's ablation)."""
+import math
+from typing import Optional, Tuple
+
+import numpy as np
+from mmpretrain.registry import BATCH_AUGMENTS
+
+from .base import BaseCellMix
+
+
+@BATCH_AUGMENTS.register_module()
+class TLBlockMix(BaseCellMix):
+    """Block-wise mixing: swap random rectangles of cells, BEiT style.
+
+    The cell mask is drawn like BEiT's block-wise masking (mmpretrain's
+    ``BEiTMaskGenerator``), on the patch grid, with ``target =
+    round((1 - lam) * num_cells)`` cells to replace (one mask per batch):
+
+    1. ``lam = np.random.beta(alpha, alpha)`` and
+       ``index = torch.randperm(N)``, as mmpretrain's :class:`Mixup`;
+    2. repeat until ``target`` cells are replaced: with ``remaining = target -
+       replaced`` (capped by ``max_num_patches``), try up to ``max_attempts``
+       times to place one block: its area is drawn from
+       ``U(min_num_patches, max(min_num_patches, remaining))`` and its aspect
+       ratio log-uniformly from ``[min_aspect, max_aspect]``; ``h = round(
+       sqrt(area * aspect))``, ``w = round(sqrt(area / aspect))``; the block
+       must fit in the grid and have at least ``min_num_patches`` cells; its
+       top-left corner is uniform; it is accepted when it replaces between 1
+       and ``remaining`` new cells (blocks may overlap earlier ones). Stop
+       when no block is accepted in ``max_attempts`` tries;
+    3. ``lam`` becomes the exact share of pixels kept from the first source.
+
+    So the replaced cells never exceed ``target`` and may fall a little short
+    of it (typically by less than ``min_num_patches`` cells; e.g. a target
+    smaller than ``min_num_patches`` on an empty grid replaces nothing). All
+    draws use the numpy global RNG.
+
+    With an image size that is not a multiple of ``patch_size`` the grid has
+    ``ceil(H / p) x ceil(W / p)`` cells; partial cells of the last row / column
+    count as one cell when placing blocks and by their pixel area in ``lam``.
+
+    Args:
+        alpha (float): Parameter of the Beta distribution, see :class:`Mixup`.
+        patch_size (int): Side of a cell in pixels. Defaults to 16.
+        min_num_patches (int): Minimum number of cells of a block. Defaults
+            to 4 (as mmpretrain's ``BEiTMaskGenerator``).
+        max_num_patches (int, optional): Maximum number of new cells one block
+            may replace. Defaults to None (no limit beyond the target).
+        min_aspect (float): Minimum aspect ratio (h / w) of a block. Defaults
+            to 0.3.
+        max_aspect (float, optional): Maximum aspect ratio. Defaults to None,
+            meaning ``1 / min_aspect``.
+        max_attempts (int): Tries to place one block. Defaults to 10.
+    """
+
+    #: Name written to :attr:`MixRecord.mode`.
+    record_mode = 'blockmix'
+
+    def __init__(self,
+                 alpha: float,
+                 patch_size: int = 16,
+                 min_num_patches: int = 4,
+                 max_num_patches: Optional[int] = None,
+                 min_aspect: float = 0.3,
+                 max_aspect: Optional[float] = None,
+                 max_attempts: int = 10):
+        super().__init__(alpha=alpha, patch_size=patch_size)
+        assert min_num_patches >= 1, '`min_num_patches` should be >= 1.'
+        assert max_num_patches is None or max_num_patches >= min_num_patches,\
+            '`max_num_patches` should be >= `min_num_patches`.'
+        assert min_aspect > 0, '`min_aspect` should be positive.'
+        assert max_attempts >= 1, '`max_attempts` should be >= 1.'
+        self.min_num_patches = min_num_patches
+        self.max_num_patches = max_num_patches
+        max_aspect = max_aspect or 1 / min_aspect
+        self.log_aspect_ratio = (math.log(min_aspect), math.log(max_aspect))
+        self.max_attempts = max_attempts
+
+    def _place_block(self, mask: np.ndarray, max_patches: int) -> int:
+        """Try to add one block to ``mask`` in place.
+
+        Args:
+            mask (np.ndarray): ``(rows, cols)`` bool mask, updated in place.
+            max_patches (int): Most new cells the block may replace.
+
+        Returns:
+            int: The number of newly replaced cells (0 if none was placed).
+        """
+        rows, cols = mask.shape
+        for _ in range(self.max_attempts):
+            target_area = np.random.uniform(
+                self.min_num_patches, max(self.min_num_patches, max_patches))
+            aspect_ratio = math.exp(np.random.uniform(*self.log_aspect_ratio))
+            h = int(round(math.sqrt(target_area * aspect_ratio)))
+            w = int(round(math.sqrt(target_area / aspect_ratio)))
+            if not (1 <= h <= rows and 1 <= w <= cols
+                    and h * w >= self.min_num_patches):
+                continue
+            top = np.random.randint(0, rows - h + 1)
+            left = np.random.randint(0, cols - w + 1)
+            num_new = h * w - int(mask[top:top + h, left:left + w].sum())
+            if 0 < num_new <= max_patches:
+                mask[top:top + h, left:left + w] = True
+                return num_new
+        return 0
+
+    def sample_cell_mask(self, grid_hw: Tuple[int, int],
+                         lam: float) -> np.ndarray:
+        """Place blocks until about ``(1 - lam) * rows * cols`` cells are
+        replaced.
+
+        Args:
+            grid_hw (tuple): ``(rows, cols)`` of the cell grid.
+            lam (float): The sampled mixing ratio.
+
+        Returns:
+            np.ndarray: ``(rows, cols)`` bool, True for replaced cells.
+        """
+        rows, cols = grid_hw
+        num_cells = rows * cols
+        target = int(np.floor((1. - lam) * num_cells + 0.5))
+        target = min(max(target, 0), num_cells)
+        mask = np.zeros((rows, cols), dtype=bool)
+        count = 0
+        while count < target:
+            max_patches = target - count
+            if self.max_num_patches is not None:
+                max_patches = min(max_patches, self.max_num_patches)
+            delta = self._place_block(mask, max_patches)
+            if delta == 0:
+                break
+            count += delta
+        return mask
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}(alpha={self.alpha}, ' \
+               f'patch_size={self.patch_size}, ' \
+               f'min_num_patches={self.min_num_patches}, ' \
+               f'max_num_patches={self.max_num_patches}, ' \
+               f'log_aspect_ratio={self.log_aspect_ratio}, ' \
+               f'max_attempts={self.max_attempts})'

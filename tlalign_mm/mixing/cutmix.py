@@ -1,0 +1,80 @@
+"""CutMix that records how it mixed."""
+from typing import Tuple
+
+import numpy as np
+import torch
+from mmpretrain.models.utils.batch_augments import CutMix
+from mmpretrain.registry import BATCH_AUGMENTS
+
+from tlalign_mm.core.mix_record import MixRecord
+from .base import check_scores, mask_pixel_weights, two_source_record
+
+
+@BATCH_AUGMENTS.register_module()
+class TLCutMix(CutMix):
+    """mmpretrain's :class:`CutMix`, plus a record of the mix for TL-Align.
+
+    ``__call__`` and ``mix`` are mmpretrain's, unchanged. :meth:`mix_with_record`
+    draws the same random numbers in the same order as
+    ``mmpretrain.models.CutMix.mix`` (``np.random.beta``, ``torch.randperm``,
+    then the ``np.random.randint`` calls of ``rand_bbox`` /
+    ``rand_bbox_minmax``), so given the same numpy and torch RNG state it gives
+    exactly mmpretrain's mixed inputs and scores.
+
+    The box is pixel exact: it may cut through ViT patches, so a token can
+    hold pixels of both sources (TL-Align then gives it a fractional label).
+
+    The record has two sources: ``pixel_weights[:, 0]`` is 1 outside the box
+    and ``pixel_weights[:, 1]`` is 1 inside it; ``source_index[:, 1]`` is the
+    permutation ``index``; ``cls_weights`` is ``(lam, 1 - lam)`` with
+    mmpretrain's lambda (corrected to the clipped box when ``correct_lam`` or
+    ``cutmix_minmax`` is set; otherwise it is the sampled lambda and differs
+    from the box area, exactly as the mixed scores do).
+
+    Args:
+        alpha (float): Parameter of the Beta distribution, see :class:`CutMix`.
+        cutmix_minmax (List[float], optional): Min/max box side ratio, see
+            :class:`CutMix`. Defaults to None.
+        correct_lam (bool): Whether to correct lambda to the clipped box area,
+            see :class:`CutMix`. Defaults to True.
+    """
+
+    #: Name written to :attr:`MixRecord.mode`.
+    record_mode = 'cutmix'
+
+    def mix_with_record(
+        self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
+    ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
+        """Mix the batch like :meth:`CutMix.mix` and record how.
+
+        Unlike mmpretrain's ``mix``, the inputs are not modified in place.
+
+        Args:
+            batch_inputs (Tensor): ``(N, C, H, W)`` images (any dtype).
+            batch_scores (Tensor): ``(N, num_classes)`` one-hot format labels.
+
+        Returns:
+            Tuple[Tensor, Tensor, MixRecord]: The mixed inputs ``(N, C, H, W)``
+            (same dtype as the inputs), the mixed float scores
+            ``(N, num_classes)`` and the record (two sources).
+        """
+        batch_scores = check_scores(batch_scores)
+        # Same draws, same order as mmpretrain's CutMix.mix.
+        lam = np.random.beta(self.alpha, self.alpha)
+        batch_size = batch_inputs.size(0)
+        img_shape = batch_inputs.shape[-2:]
+        index = torch.randperm(batch_size)
+
+        (y1, y2, x1, x2), lam = self.cutmix_bbox_and_lam(img_shape, lam)
+        mixed_inputs = batch_inputs.clone()
+        mixed_inputs[:, :, y1:y2, x1:x2] = batch_inputs[index, :, y1:y2,
+                                                        x1:x2]
+        mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
+
+        mask = torch.zeros(
+            tuple(img_shape), dtype=torch.bool, device=batch_inputs.device)
+        mask[y1:y2, x1:x2] = True
+        record = two_source_record(
+            mask_pixel_weights(mask, batch_size), index, lam,
+            self.record_mode)
+        return mixed_inputs, mixed_scores, record

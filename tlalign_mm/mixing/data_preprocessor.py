@@ -1,0 +1,122 @@
+"""ClsDataPreprocessor that records each mix on the data samples."""
+from numbers import Number
+from typing import Optional, Sequence
+
+import torch
+from mmpretrain.models.utils.data_preprocessor import ClsDataPreprocessor
+from mmpretrain.registry import MODELS
+from mmpretrain.structures import DataSample
+
+from .wrapper import TLRandomBatchAugment
+
+
+@MODELS.register_module()
+class TLAlignDataPreprocessor(ClsDataPreprocessor):
+    """mmpretrain's :class:`ClsDataPreprocessor` that records the batch mix.
+
+    It normalises, pads, stacks and builds one-hot scores exactly as
+    :class:`ClsDataPreprocessor` (it calls it), then, in training with batch
+    augmentations, mixes the normalised padded batch with a
+    :class:`TLRandomBatchAugment` (so the augments must be recording ones,
+    e.g. ``TLCutMix`` / ``TLMixup``). The mixed ``gt_score`` set on each data
+    sample is the one :class:`ClsDataPreprocessor` would set with the
+    corresponding mmpretrain augment (same random draws), so a plain
+    classifier trains exactly as with it.
+
+    In that case each :class:`DataSample` also gets (``S`` = number of
+    sources of the batch: 2 for the two-source mixes, 1 when the random
+    choice was "no mixing"; ``C`` = number of classes; ``H, W`` = the size of
+    the padded batch):
+
+    - ``mix_pixel_weights``: ``(S, H, W)`` float32, each pixel's share of each
+      source (sums to 1 over ``S``);
+    - ``mix_targets``: ``(S, C)`` float, the unmixed scores of the sample's
+      sources, ``batch_score[source_index[b]]``;
+    - ``mix_cls_weights``: ``(S, )`` float32, each source's area share, so
+      ``gt_score == mix_cls_weights @ mix_targets``.
+
+    Nothing is kept on the preprocessor between calls. Without training or
+    without batch augmentations it is :class:`ClsDataPreprocessor` and adds
+    no ``mix_*`` field.
+
+    Args:
+        mean (Sequence[Number], optional): The pixel mean of R, G, B channels.
+            Defaults to None.
+        std (Sequence[Number], optional): The pixel standard deviation of
+            R, G, B channels. Defaults to None.
+        pad_size_divisor (int): The size of padded image should be
+            divisible by ``pad_size_divisor``. Defaults to 1.
+        pad_value (Number): The padded pixel value. Defaults to 0.
+        to_rgb (bool): whether to convert image from BGR to RGB.
+            Defaults to False.
+        to_onehot (bool): Whether to generate one-hot format gt-labels and set
+            to data samples. Defaults to False (forced on with batch
+            augmentations).
+        num_classes (int, optional): The number of classes. Defaults to None.
+        batch_augments (dict, optional): ``augments`` and ``probs`` of
+            :class:`TLRandomBatchAugment`. Defaults to None.
+    """
+
+    def __init__(self,
+                 mean: Sequence[Number] = None,
+                 std: Sequence[Number] = None,
+                 pad_size_divisor: int = 1,
+                 pad_value: Number = 0,
+                 to_rgb: bool = False,
+                 to_onehot: bool = False,
+                 num_classes: Optional[int] = None,
+                 batch_augments: Optional[dict] = None):
+        super().__init__(
+            mean=mean,
+            std=std,
+            pad_size_divisor=pad_size_divisor,
+            pad_value=pad_value,
+            to_rgb=to_rgb,
+            to_onehot=to_onehot,
+            num_classes=num_classes,
+            batch_augments=None)
+
+        if batch_augments:
+            self.batch_augments = TLRandomBatchAugment(**batch_augments)
+            if not self.to_onehot:
+                from mmengine.logging import MMLogger
+                MMLogger.get_current_instance().info(
+                    'Because batch augmentations are enabled, the data '
+                    'preprocessor automatically enables the `to_onehot` '
+                    'option to generate one-hot format labels.')
+                self.to_onehot = True
+
+    def forward(self, data: dict, training: bool = False) -> dict:
+        """Pre-process like :class:`ClsDataPreprocessor`; in training, mix
+        with a record and attach it to the data samples.
+
+        Args:
+            data (dict): data sampled from dataloader.
+            training (bool): Whether to enable training time augmentation.
+
+        Returns:
+            dict: Data in the same format as the model input.
+        """
+        # Normalise, pad and stack the inputs, set ``gt_label`` and the
+        # unmixed (one-hot) ``gt_score``; no batch augmentation here.
+        data = super().forward(data, training=False)
+        if not training or self.batch_augments is None:
+            return data
+
+        inputs, data_samples = data['inputs'], data['data_samples']
+        if not data_samples or not isinstance(data_samples[0], DataSample) \
+                or 'gt_score' not in data_samples[0]:
+            # ClsDataPreprocessor does not mix without scores either.
+            return data
+
+        # The batch score ClsDataPreprocessor would mix, before mixing.
+        batch_score = torch.stack([sample.gt_score for sample in data_samples])
+        inputs, mixed_score, record = self.batch_augments(inputs, batch_score)
+        source_targets = record.source_targets(batch_score.float())
+
+        for i, sample in enumerate(data_samples):
+            sample.set_gt_score(mixed_score[i])
+            sample.set_field(record.pixel_weights[i], 'mix_pixel_weights')
+            sample.set_field(source_targets[i], 'mix_targets')
+            sample.set_field(record.cls_weights[i], 'mix_cls_weights')
+        return {'inputs': inputs, 'data_samples': data_samples}

@@ -1,0 +1,69 @@
+"""Mixup that records how it mixed."""
+from typing import Tuple
+
+import numpy as np
+import torch
+from mmpretrain.models.utils.batch_augments import Mixup
+from mmpretrain.registry import BATCH_AUGMENTS
+
+from tlalign_mm.core.mix_record import MixRecord
+from .base import check_scores, two_source_record
+
+
+@BATCH_AUGMENTS.register_module()
+class TLMixup(Mixup):
+    """mmpretrain's :class:`Mixup`, plus a record of the mix for TL-Align.
+
+    ``__call__`` and ``mix`` are mmpretrain's, unchanged.
+    :meth:`mix_with_record` draws the same random numbers in the same order as
+    ``mmpretrain.models.Mixup.mix`` (``np.random.beta`` then
+    ``torch.randperm``), so given the same numpy and torch RNG state it gives
+    exactly mmpretrain's mixed inputs and scores.
+
+    The record has two sources: every pixel has weight ``lam`` for source 0
+    and ``1 - lam`` for source 1 (``source_index[:, 1]`` is the permutation
+    ``index``); ``cls_weights`` is ``(lam, 1 - lam)``.
+
+    Args:
+        alpha (float): Parameter of the Beta distribution, see :class:`Mixup`.
+    """
+
+    #: Name written to :attr:`MixRecord.mode`.
+    record_mode = 'mixup'
+
+    def mix_with_record(
+        self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
+    ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
+        """Mix the batch like :meth:`Mixup.mix` and record how.
+
+        Args:
+            batch_inputs (Tensor): ``(N, C, H, W)`` images (any dtype).
+            batch_scores (Tensor): ``(N, num_classes)`` one-hot format labels.
+
+        Returns:
+            Tuple[Tensor, Tensor, MixRecord]: The mixed float inputs
+            ``(N, C, H, W)``, the mixed float scores ``(N, num_classes)`` and
+            the record (two sources).
+        """
+        batch_scores = check_scores(batch_scores)
+        # Same draws, same order, same arithmetic as mmpretrain's Mixup.mix.
+        lam = np.random.beta(self.alpha, self.alpha)
+        batch_size = batch_inputs.size(0)
+        index = torch.randperm(batch_size)
+
+        mixed_inputs = lam * batch_inputs + (1 - lam) * batch_inputs[index, :]
+        mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
+
+        img_h, img_w = batch_inputs.shape[-2:]
+        pixel_weights = torch.empty(
+            batch_size,
+            2,
+            img_h,
+            img_w,
+            dtype=torch.float32,
+            device=batch_inputs.device)
+        pixel_weights[:, 0] = lam
+        pixel_weights[:, 1] = 1 - lam
+        record = two_source_record(pixel_weights, index, lam,
+                                   self.record_mode)
+        return mixed_inputs, mixed_scores, record
