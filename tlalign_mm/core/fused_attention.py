@@ -54,7 +54,9 @@ def attention_with_labels(attn_fn: Callable,
         # second, dropout-free float32 call with the labels as values.
         out = attn_fn(query, key, value, attn_mask=attn_mask,
                       dropout_p=dropout_p, **kwargs)
-        with torch.no_grad():
+        # Autocast would send the float32 call back to bf16: switch it off.
+        with torch.no_grad(), torch.autocast(query.device.type,
+                                             enabled=False):
             mask = attn_mask
             if mask is not None and mask.dtype != torch.bool:
                 mask = mask.float()

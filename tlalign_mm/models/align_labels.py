@@ -53,5 +53,5 @@ def align_labels(
     else:
         traced = traced_forward(backbone, images, pixel_weights, cls_weights,
                                 keep_history=return_token_labels)
-    labels = torch.einsum('bs,bsc->bc', traced.weights, targets.float())
+    labels = traced.expand(targets)
     return (labels, traced.history) if return_token_labels else labels

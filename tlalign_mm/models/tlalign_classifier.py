@@ -56,7 +56,7 @@ class TLAlignClassifier(ImageClassifier):
         traced = self.backbone.forward_aligned(inputs, pixel_weights,
                                                cls_weights)
         feats = self.neck(traced.feats) if self.with_neck else traced.feats
-        aligned = torch.einsum('bs,bsc->bc', traced.weights, targets)
+        aligned = traced.expand(targets)
         for sample, score in zip(data_samples, aligned):
             sample.set_gt_score(score)
         return self.head.loss(feats, data_samples)

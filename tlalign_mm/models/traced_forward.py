@@ -22,6 +22,13 @@ class TracedOutput(NamedTuple):
     weights: torch.Tensor
     history: list
 
+    def expand(self, targets: torch.Tensor) -> torch.Tensor:
+        """Aligned labels in class space, ``(B, C)``, from the sources'
+        ``(B, S, C)`` label distributions; float32 even under autocast."""
+        with torch.autocast(targets.device.type, enabled=False):
+            return torch.einsum('bs,bsc->bc', self.weights.float(),
+                                targets.float())
+
 
 def check_mix_inputs(images: torch.Tensor, pixel_weights: torch.Tensor,
                      cls_weights: Optional[torch.Tensor]) -> torch.Tensor:
@@ -82,7 +89,9 @@ def traced_forward(backbone: nn.Module,
     """
     tracer = get_tracer(backbone)
     cls_weights = check_mix_inputs(images, pixel_weights, cls_weights)
-    with torch.no_grad():
+    # Label arithmetic stays in float32 under autocast (conv and matmul
+    # would otherwise run in bf16/fp16 and round the labels).
+    with torch.no_grad(), torch.autocast(images.device.type, enabled=False):
         labels = tracer.initial_labels(backbone, pixel_weights.float(),
                                        cls_weights)
     num_layers = tracer.num_layers(backbone)
@@ -95,5 +104,6 @@ def traced_forward(backbone: nn.Module,
             f'{type(backbone).__name__} ran {state.layer} traced blocks of '
             f'{num_layers}; its forward does not take the path the tracer '
             'expects, so its labels would be wrong.')
-    weights = tracer.readout(backbone, state)
+    with torch.autocast(images.device.type, enabled=False):
+        weights = tracer.readout(backbone, state)
     return TracedOutput(feats, weights, state.history)
