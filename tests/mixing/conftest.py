@@ -43,12 +43,10 @@ def _check_record(record,
 
     # ... and the mixed scores.
     rebuilt_scores = torch.einsum('bs,bsc->bc', cw, scores.float()[si])
-    torch.testing.assert_close(
-        rebuilt_scores, mixed_scores, rtol=0, atol=1e-6)
+    torch.testing.assert_close(rebuilt_scores, mixed_scores, rtol=0, atol=1e-6)
 
     if area_is_cls:
-        torch.testing.assert_close(
-            pw.mean((2, 3)), cw, rtol=0, atol=1e-6)
+        torch.testing.assert_close(pw.mean((2, 3)), cw, rtol=0, atol=1e-6)
 
 
 def _cell_min_max(weights, patch_size):

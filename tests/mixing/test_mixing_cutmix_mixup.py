@@ -1,4 +1,5 @@
 """TLCutMix / TLMixup: mmpretrain's outputs, plus a faithful record."""
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,8 +15,8 @@ SHAPES = [(5, 32, 48), (1, 32, 32), (4, 40, 56), (3, 21, 35)]
 def _batch(batch_size, img_h, img_w, dtype=torch.float32, num_classes=7):
     g = torch.Generator().manual_seed(1234 + batch_size + img_h)
     if dtype == torch.uint8:
-        inputs = torch.randint(0, 256, (batch_size, 3, img_h, img_w),
-                               generator=g).to(torch.uint8)
+        inputs = torch.randint(
+            0, 256, (batch_size, 3, img_h, img_w), generator=g).to(torch.uint8)
     else:
         inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
     labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
@@ -32,8 +33,7 @@ CUTMIX_KWARGS = [
 @pytest.mark.parametrize('shape', SHAPES)
 @pytest.mark.parametrize('kwargs', CUTMIX_KWARGS)
 @pytest.mark.parametrize('dtype', [torch.float32, torch.uint8])
-def test_tl_cutmix_equals_mmpretrain(shape, kwargs, dtype, seed,
-                                     check_record):
+def test_tl_cutmix_equals_mmpretrain(shape, kwargs, dtype, seed, check_record):
     inputs, scores = _batch(*shape, dtype=dtype)
     ref_aug, tl_aug = CutMix(**kwargs), TLCutMix(**kwargs)
     mixed_any = False
@@ -67,10 +67,8 @@ def test_tl_cutmix_equals_mmpretrain(shape, kwargs, dtype, seed,
             area_is_cls=kwargs.get('correct_lam', True))
         # Column 1 is the permutation: the same one mmpretrain drew.
         seed(s)
-        import numpy as np
         np.random.beta(tl_aug.alpha, tl_aug.alpha)
-        assert torch.equal(record.source_index[:, 1],
-                           torch.randperm(shape[0]))
+        assert torch.equal(record.source_index[:, 1], torch.randperm(shape[0]))
         # Hard weights.
         assert set(record.pixel_weights.unique().tolist()) <= {0., 1.}
         mixed_any |= bool((record.pixel_weights[:, 1] > 0).any())

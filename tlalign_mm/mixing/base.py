@@ -153,8 +153,7 @@ class BaseCellMix(Mixup):
         mixed_inputs = torch.where(mask, batch_inputs[index], batch_inputs)
         mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
         record = two_source_record(
-            mask_pixel_weights(mask, batch_size), index, lam,
-            self.record_mode)
+            mask_pixel_weights(mask, batch_size), index, lam, self.record_mode)
         return mixed_inputs, mixed_scores, record
 
     def mix(self, batch_inputs: torch.Tensor,

@@ -14,8 +14,8 @@ from .base import check_scores, mask_pixel_weights, two_source_record
 class TLCutMix(CutMix):
     """mmpretrain's :class:`CutMix`, plus a record of the mix for TL-Align.
 
-    ``__call__`` and ``mix`` are mmpretrain's, unchanged. :meth:`mix_with_record`
-    draws the same random numbers in the same order as
+    ``__call__`` and ``mix`` are mmpretrain's, unchanged.
+    :meth:`mix_with_record` draws the same random numbers in the same order as
     ``mmpretrain.models.CutMix.mix`` (``np.random.beta``, ``torch.randperm``,
     then the ``np.random.randint`` calls of ``rand_bbox`` /
     ``rand_bbox_minmax``), so given the same numpy and torch RNG state it gives
@@ -67,14 +67,12 @@ class TLCutMix(CutMix):
 
         (y1, y2, x1, x2), lam = self.cutmix_bbox_and_lam(img_shape, lam)
         mixed_inputs = batch_inputs.clone()
-        mixed_inputs[:, :, y1:y2, x1:x2] = batch_inputs[index, :, y1:y2,
-                                                        x1:x2]
+        mixed_inputs[:, :, y1:y2, x1:x2] = batch_inputs[index, :, y1:y2, x1:x2]
         mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
 
         mask = torch.zeros(
             tuple(img_shape), dtype=torch.bool, device=batch_inputs.device)
         mask[y1:y2, x1:x2] = True
         record = two_source_record(
-            mask_pixel_weights(mask, batch_size), index, lam,
-            self.record_mode)
+            mask_pixel_weights(mask, batch_size), index, lam, self.record_mode)
         return mixed_inputs, mixed_scores, record

@@ -15,8 +15,7 @@ import numpy as np
 import torch
 
 
-def grid_shape(img_shape: Tuple[int, int],
-               patch_size: int) -> Tuple[int, int]:
+def grid_shape(img_shape: Tuple[int, int], patch_size: int) -> Tuple[int, int]:
     """Number of cells ``(rows, cols)``, counting partial cells.
 
     Args:

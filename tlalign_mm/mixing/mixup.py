@@ -64,6 +64,5 @@ class TLMixup(Mixup):
             device=batch_inputs.device)
         pixel_weights[:, 0] = lam
         pixel_weights[:, 1] = 1 - lam
-        record = two_source_record(pixel_weights, index, lam,
-                                   self.record_mode)
+        record = two_source_record(pixel_weights, index, lam, self.record_mode)
         return mixed_inputs, mixed_scores, record

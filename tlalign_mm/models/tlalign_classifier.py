@@ -1,5 +1,5 @@
 """``TLAlignClassifier``: an ``ImageClassifier`` trained on aligned labels."""
-from typing import List
+from typing import List, Optional
 
 import torch
 from mmpretrain.models import ImageClassifier
@@ -22,16 +22,39 @@ class TLAlignClassifier(ImageClassifier):
     so label smoothing and the rest of the configured loss apply on top.
     ``predict``, ``val`` and ``test`` are ``ImageClassifier``'s, unchanged.
 
+    A config that turns a plain mmpretrain recipe into its TL-Align twin only
+    changes the model type and the batch augmentations to their recording
+    versions (``TLCutMix``, ``TLMixup``, ...), which sample identically.
+
     Args:
-        backbone (dict): a ``TLAlignBackbone`` config (a supported plain
-            backbone is wrapped with default options).
+        backbone (dict): a ``TLAlignBackbone`` config, or a plain backbone
+            config, which is wrapped in ``TLAlignBackbone(**align_cfg)``.
+        align_cfg (dict, optional): options of the wrapper when ``backbone``
+            is plain (``align_layers``, ``residual_norm``,
+            ``follow_drop_path``).
+        data_preprocessor (dict, optional): defaults to type
+            ``TLAlignDataPreprocessor``, which records how pixels were mixed.
         **kwargs: as :class:`mmpretrain.models.ImageClassifier`.
     """
 
-    def __init__(self, backbone: dict, *args, **kwargs):
-        if backbone.get('type') not in ('TLAlignBackbone', TLAlignBackbone):
-            backbone = dict(type='TLAlignBackbone', backbone=backbone)
-        super().__init__(backbone, *args, **kwargs)
+    def __init__(self,
+                 backbone: dict,
+                 *args,
+                 align_cfg: Optional[dict] = None,
+                 data_preprocessor: Optional[dict] = None,
+                 **kwargs):
+        if backbone.get('type') in ('TLAlignBackbone', TLAlignBackbone):
+            if align_cfg:
+                raise ValueError('Give align_cfg or a TLAlignBackbone config '
+                                 'with its options, not both.')
+        else:
+            backbone = dict(
+                type='TLAlignBackbone', backbone=backbone, **(align_cfg or {}))
+        if isinstance(data_preprocessor, dict) or data_preprocessor is None:
+            data_preprocessor = dict(data_preprocessor or {})
+            data_preprocessor.setdefault('type', 'TLAlignDataPreprocessor')
+        super().__init__(
+            backbone, *args, data_preprocessor=data_preprocessor, **kwargs)
 
     def loss(self, inputs: torch.Tensor,
              data_samples: List[DataSample]) -> dict:

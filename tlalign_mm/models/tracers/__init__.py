@@ -1,9 +1,10 @@
 """Per-architecture tracers: where tokens come from and which attention
 moves them. Each tracer implements ``supports``, ``num_layers``,
 ``initial_labels``, ``trace`` and ``readout``."""
+from .swin import SwinTracer
 from .vit import ViTTracer
 
-TRACERS = [ViTTracer()]
+TRACERS = [ViTTracer(), SwinTracer()]
 
 
 def get_tracer(backbone):
@@ -19,4 +20,4 @@ def get_tracer(backbone):
         'tlalign_mm/models/tracers/.')
 
 
-__all__ = ['TRACERS', 'get_tracer', 'ViTTracer']
+__all__ = ['TRACERS', 'get_tracer', 'ViTTracer', 'SwinTracer']

@@ -1,0 +1,197 @@
+"""TLAlignDataPreprocessor: ClsDataPreprocessor's outputs plus per-sample
+mix records."""
+import pytest
+import torch
+import torch.nn.functional as F
+from mmpretrain.registry import MODELS
+from mmpretrain.structures import DataSample
+
+import tlalign_mm.mixing  # noqa: F401  (registers the TL types)
+
+NUM_CLASSES = 5
+MEAN = [123.675, 116.28, 103.53]
+STD = [58.395, 57.12, 57.375]
+MIX_FIELDS = ('mix_pixel_weights', 'mix_targets', 'mix_cls_weights')
+
+
+def _preprocessor(tl=True, probs=(0.5, 0.5), **kwargs):
+    prefix = 'TL' if tl else ''
+    augments = [
+        dict(type=f'{prefix}CutMix', alpha=1.0),
+        dict(type=f'{prefix}Mixup', alpha=0.8)
+    ]
+    return MODELS.build(
+        dict(
+            type='TLAlignDataPreprocessor' if tl else 'ClsDataPreprocessor',
+            mean=MEAN,
+            std=STD,
+            num_classes=NUM_CLASSES,
+            batch_augments=dict(augments=augments, probs=list(probs)),
+            **kwargs))
+
+
+def _data(batch_size=5, sizes=((40, 56), ), stacked=False):
+    """A fresh fake batch (data samples are modified by preprocessors)."""
+    g = torch.Generator().manual_seed(batch_size)
+    inputs = [
+        torch.randint(0, 256, (3, *sizes[i % len(sizes)]),
+                      generator=g).to(torch.uint8) for i in range(batch_size)
+    ]
+    if stacked:
+        inputs = torch.stack(inputs)
+    data_samples = [
+        DataSample().set_gt_label(i % NUM_CLASSES) for i in range(batch_size)
+    ]
+    return dict(inputs=inputs, data_samples=data_samples)
+
+
+def test_builds_with_tl_random_batch_augment():
+    from tlalign_mm.mixing import (TLAlignDataPreprocessor, TLCutMix,
+                                   TLRandomBatchAugment)
+    pre = _preprocessor()
+    assert isinstance(pre, TLAlignDataPreprocessor)
+    assert isinstance(pre.batch_augments, TLRandomBatchAugment)
+    assert isinstance(pre.batch_augments.augments[0], TLCutMix)
+    assert pre.to_onehot
+
+
+@pytest.mark.parametrize('batch_size', [1, 5])
+def test_per_sample_fields(batch_size, seed):
+    pre = _preprocessor()
+    seen = set()
+    for s in range(8):
+        seed(s)
+        out = pre(_data(batch_size), training=True)
+        inputs, samples = out['inputs'], out['data_samples']
+        img_h, img_w = inputs.shape[-2:]
+        for b, sample in enumerate(samples):
+            pw = sample.mix_pixel_weights
+            targets = sample.mix_targets
+            cw = sample.mix_cls_weights
+            num_sources = pw.size(0)
+            assert num_sources == 2
+            assert pw.shape == (num_sources, img_h, img_w)
+            assert pw.dtype == torch.float32
+            assert targets.shape == (num_sources, NUM_CLASSES)
+            assert cw.shape == (num_sources, )
+            torch.testing.assert_close(
+                cw @ targets, sample.gt_score, rtol=0, atol=1e-6)
+            torch.testing.assert_close(pw.mean((1, 2)), cw, rtol=0, atol=1e-6)
+            torch.testing.assert_close(
+                pw.sum(0), torch.ones(img_h, img_w), rtol=0, atol=1e-6)
+            # Source 0 is the sample itself, with its unmixed one-hot label.
+            own = F.one_hot(sample.gt_label, NUM_CLASSES)[0].float()
+            assert torch.equal(targets[0], own)
+            assert targets[1].sum() == 1
+            if batch_size == 1:
+                assert torch.equal(targets[1], own)
+            hard = set(pw.unique().tolist()) <= {0., 1.}
+            seen.add('cutmix' if hard else 'mixup')
+    assert seen == {'cutmix', 'mixup'}
+
+
+@pytest.mark.parametrize(
+    'batch_size,sizes,stacked,pad',
+    [
+        (6, ((32, 32), ), False, 1),
+        (1, ((32, 32), ), False, 1),
+        (3, ((40, 56), (33, 50)), False, 16),  # padded, mixed sizes
+        (4, ((24, 40), ), True, 1),  # default_collate branch
+    ])
+def test_same_as_cls_data_preprocessor(batch_size, sizes, stacked, pad, seed):
+    """Same seeds -> same inputs and gt_score as ClsDataPreprocessor with
+    mmpretrain's CutMix / Mixup, including the 'no mixing' choice."""
+    probs = (0.4, 0.4)
+    tl = _preprocessor(probs=probs, pad_size_divisor=pad)
+    ref = _preprocessor(tl=False, probs=probs, pad_size_divisor=pad)
+    num_sources = set()
+    for s in range(12):
+        seed(s)
+        ref_out = ref(_data(batch_size, sizes, stacked), training=True)
+        seed(s)
+        out = tl(_data(batch_size, sizes, stacked), training=True)
+        assert torch.equal(out['inputs'], ref_out['inputs'])
+        if pad > 1:
+            assert out['inputs'].shape[-2] % pad == 0
+        for sample, ref_sample in zip(out['data_samples'],
+                                      ref_out['data_samples']):
+            assert torch.equal(sample.gt_score, ref_sample.gt_score)
+            assert sample.gt_score.dtype == ref_sample.gt_score.dtype
+            assert torch.equal(sample.gt_label, ref_sample.gt_label)
+            assert all(f not in ref_sample for f in MIX_FIELDS)
+            assert sample.mix_pixel_weights.shape[-2:] == out['inputs'].shape[
+                -2:]
+            torch.testing.assert_close(
+                sample.mix_cls_weights @ sample.mix_targets,
+                sample.gt_score,
+                rtol=0,
+                atol=1e-6)
+            num_sources.add(sample.mix_pixel_weights.size(0))
+    # Both the mixing and the 'no mixing' branch were compared.
+    assert num_sources == {1, 2}
+
+
+def test_no_mixing_branch_records_identity(seed):
+    pre = _preprocessor(probs=(0.0, 0.0))
+    seed(0)
+    out = pre(_data(3), training=True)
+    for sample in out['data_samples']:
+        assert sample.mix_pixel_weights.shape == (1, 40, 56)
+        assert bool((sample.mix_pixel_weights == 1).all())
+        assert sample.mix_cls_weights.tolist() == [1.0]
+        assert torch.equal(sample.mix_targets[0], sample.gt_score)
+        assert sample.gt_score.dtype == torch.float32
+
+
+def test_not_training_adds_no_mix_fields(seed):
+    tl, ref = _preprocessor(), _preprocessor(tl=False)
+    seed(0)
+    out = tl(_data(4), training=False)
+    seed(0)
+    ref_out = ref(_data(4), training=False)
+    assert torch.equal(out['inputs'], ref_out['inputs'])
+    for sample, ref_sample in zip(out['data_samples'],
+                                  ref_out['data_samples']):
+        for field in MIX_FIELDS:
+            assert field not in sample
+        assert torch.equal(sample.gt_score, ref_sample.gt_score)
+
+
+def test_without_batch_augments_is_cls_data_preprocessor():
+    pre = MODELS.build(
+        dict(type='TLAlignDataPreprocessor', mean=MEAN, std=STD))
+    assert pre.batch_augments is None and not pre.to_onehot
+    out = pre(_data(2), training=True)
+    for sample in out['data_samples']:
+        assert 'gt_score' not in sample
+        for field in MIX_FIELDS:
+            assert field not in sample
+
+
+def test_plain_cutmix_is_rejected():
+    with pytest.raises(TypeError, match='TLCutMix'):
+        MODELS.build(
+            dict(
+                type='TLAlignDataPreprocessor',
+                mean=MEAN,
+                std=STD,
+                num_classes=NUM_CLASSES,
+                batch_augments=dict(
+                    augments=[
+                        dict(type='CutMix', alpha=1.0),
+                        dict(type='TLMixup', alpha=0.8)
+                    ],
+                    probs=[0.5, 0.5])))
+
+
+def test_keeps_no_state_between_calls(seed):
+    pre = _preprocessor()
+    before = {k: id(v) for k, v in vars(pre).items()}
+    buffers = dict(pre.named_buffers())
+    aug_state = [dict(vars(a)) for a in pre.batch_augments.augments if a]
+    seed(0)
+    pre(_data(3), training=True)
+    assert {k: id(v) for k, v in vars(pre).items()} == before
+    assert dict(pre.named_buffers()).keys() == buffers.keys()
+    assert [dict(vars(a)) for a in pre.batch_augments.augments
+            if a] == aug_state

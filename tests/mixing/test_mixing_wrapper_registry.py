@@ -1,0 +1,121 @@
+"""TLRandomBatchAugment and the BATCH_AUGMENTS registrations."""
+import inspect
+
+import pytest
+import torch
+import torch.nn.functional as F
+from mmpretrain.models.utils.batch_augments import (CutMix, Mixup,
+                                                    RandomBatchAugment,
+                                                    ResizeMix)
+from mmpretrain.registry import BATCH_AUGMENTS
+
+import tlalign_mm.mixing as mixing
+from tlalign_mm.mixing import TLCutMix, TLMixup, TLRandomBatchAugment
+
+AUG_CFGS = [
+    dict(type='TLCutMix', alpha=1.0),
+    dict(
+        type='TLCutMix',
+        alpha=1.0,
+        cutmix_minmax=[0.2, 0.8],
+        correct_lam=False),
+    dict(type='TLTokenCutMix', alpha=1.0, patch_size=14),
+    dict(type='TLMixup', alpha=0.8),
+    dict(type='TLPatchMix', alpha=1.0, patch_size=8),
+    dict(type='TLBlockMix', alpha=1.0, min_num_patches=2, min_aspect=0.5),
+]
+
+
+@pytest.mark.parametrize('cfg', AUG_CFGS, ids=lambda c: c['type'])
+def test_builds_from_config(cfg):
+    aug = BATCH_AUGMENTS.build(cfg)
+    assert type(aug).__name__ == cfg['type']
+    assert callable(aug.mix_with_record)
+    inputs = torch.rand(3, 3, 32, 32)
+    scores = F.one_hot(torch.tensor([0, 1, 2]), 3)
+    mixed, mixed_scores, record = aug.mix_with_record(inputs, scores)
+    assert mixed.shape == inputs.shape and record.num_sources == 2
+
+
+def test_every_recording_augment_is_registered():
+    recording = [
+        obj for name, obj in vars(mixing).items() if inspect.isclass(obj)
+        and hasattr(obj, 'mix_with_record') and not name.startswith('Base')
+    ]
+    assert len(recording) >= 5
+    for cls in recording:
+        assert BATCH_AUGMENTS.get(cls.__name__) is cls
+        assert cls.__name__ in {cfg['type'] for cfg in AUG_CFGS}
+
+
+def _batch(batch_size=6, img_size=32, num_classes=5):
+    g = torch.Generator().manual_seed(7)
+    inputs = torch.randn(batch_size, 3, img_size, img_size, generator=g)
+    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
+    return inputs, F.one_hot(labels, num_classes)
+
+
+def test_random_batch_augment_matches_mmpretrain(seed, check_record):
+    inputs, scores = _batch()
+    ref = RandomBatchAugment(
+        [dict(type='CutMix', alpha=1.0),
+         dict(type='Mixup', alpha=0.8)],
+        probs=[0.4, 0.4])
+    probs = [0.4, 0.4]
+    tl = TLRandomBatchAugment(
+        [dict(type='TLCutMix', alpha=1.0),
+         dict(type='TLMixup', alpha=0.8)],
+        probs=probs)
+    assert probs == [0.4, 0.4], 'the config list was modified'
+    modes = set()
+    for s in range(20):
+        seed(s)
+        ref_inputs, ref_scores = ref(inputs.clone(), scores)
+        seed(s)
+        mixed, mixed_scores, record = tl(inputs, scores)
+        assert torch.equal(mixed, ref_inputs)
+        assert torch.equal(mixed_scores, ref_scores)
+        assert mixed_scores.dtype == torch.float32
+        modes.add(record.mode)
+        check_record(
+            record,
+            inputs,
+            scores,
+            mixed,
+            mixed_scores,
+            exact_pixels=record.mode != 'mixup')
+        if record.mode == 'none':
+            assert record.num_sources == 1
+            assert torch.equal(record.source_index[:, 0],
+                               torch.arange(inputs.size(0)))
+    assert modes == {'cutmix', 'mixup', 'none'}
+
+
+def test_random_batch_augment_accepts_instances_and_no_probs(seed):
+    inputs, scores = _batch(batch_size=1)
+    tl = TLRandomBatchAugment(TLCutMix(alpha=1.0))
+    seed(0)
+    mixed, mixed_scores, record = tl(inputs, scores)
+    assert record.mode == 'cutmix'
+    assert record.source_index.tolist() == [[0, 0]]
+
+
+@pytest.mark.parametrize('plain,hint',
+                         [(dict(type='CutMix', alpha=1.0), 'TLCutMix'),
+                          (Mixup(alpha=1.0), 'TLMixup'),
+                          (ResizeMix(alpha=1.0), 'TLCutMix')])
+def test_plain_augment_is_rejected(plain, hint):
+    with pytest.raises(TypeError) as err:
+        TLRandomBatchAugment([dict(type='TLMixup', alpha=0.8), plain],
+                             probs=[0.5, 0.5])
+    name = plain['type'] if isinstance(plain, dict) else type(plain).__name__
+    assert f'`{name}`' in str(err.value)
+    assert hint in str(err.value)
+    assert 'mix_with_record' in str(err.value)
+
+
+def test_plain_cutmix_still_is_mmpretrain():
+    """Our subclasses do not change the mmpretrain classes."""
+    assert not hasattr(CutMix, 'mix_with_record')
+    assert not hasattr(Mixup, 'mix_with_record')
+    assert issubclass(TLCutMix, CutMix) and issubclass(TLMixup, Mixup)

@@ -1,0 +1,4 @@
+"""Datasets that mmpretrain lacks."""
+from .digits import Digits
+
+__all__ = ['Digits']
