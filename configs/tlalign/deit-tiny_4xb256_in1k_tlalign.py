@@ -1,0 +1,12 @@
+# TL-Align on mmpretrain's DeiT-Tiny recipe. Everything but the training
+# target is the CutMix twin's: the recording augmentations draw exactly what
+# mmpretrain's Mixup/CutMix draw, and alignment leaves Mixup labels unchanged.
+_base_ = ['./deit-tiny_4xb256_in1k_cutmix.py']
+
+model = dict(
+    type='TLAlignClassifier',
+    train_cfg=dict(augments=[
+        dict(type='TLMixup', alpha=0.8),
+        dict(type='TLCutMix', alpha=1.0),
+    ]),
+)
