@@ -13,6 +13,7 @@ from typing import Callable, List, Optional
 import torch
 import torch.nn as nn
 from mmcv.cnn.bricks.drop import DropPath
+from mmengine.logging import MMLogger
 
 from tlalign_mm.core import (AlignmentState, attention_with_labels,
                              flatten_label_map, window_mean)
@@ -95,6 +96,13 @@ def intercept_attention_fn(module: nn.Module, attr: str,
     owned = attr in module.__dict__
 
     def traced(query, key, value, attn_mask=None, dropout_p=0., **kwargs):
+        if (dropout_p > 0 or query.dtype != torch.float32) and \
+                not getattr(module, '_tlalign_second_call_logged', False):
+            module._tlalign_second_call_logged = True
+            MMLogger.get_current_instance().info(
+                f'TL-Align: {type(module).__name__} runs with attention '
+                f'dropout {dropout_p} / dtype {query.dtype}; its labels come '
+                'from a second, dropout-free float32 attention call.')
         out, attended = attention_with_labels(original, query, key, value,
                                               labels_of(), attn_mask,
                                               dropout_p, **kwargs)
