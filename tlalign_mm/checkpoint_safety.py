@@ -22,9 +22,9 @@ fail with ``UnpicklingError``. This module fixes that **without ever turning
 1. :data:`OPENMMLAB_SAFE_GLOBALS` is allow-listed with
    :func:`torch.serialization.add_safe_globals`. It was derived from real
    checkpoints (an mmpretrain classifier with EMA, an mmseg segmentor and an
-   mmdet detector, each trained for a few iterations with
-   ``save_best``) with :func:`torch.serialization.get_unsafe_globals_in_checkpoint`
-   plus the types that the unpickler's ``BUILD`` step needs.
+   mmdet detector, each trained for a few iterations with ``save_best``)
+   with :func:`torch.serialization.get_unsafe_globals_in_checkpoint`, plus
+   the types that the unpickler's ``BUILD`` step needs.
 
    ``builtins.getattr`` is **not** allow-listed: with the real ``getattr``
    a pickle can walk from any allowed global to ``builtins.exec`` and call
@@ -209,7 +209,8 @@ def _unsafe_globals(path: Optional[str]) -> List[str]:
     if path is None or not osp.isfile(path):
         return []
     try:
-        return sorted(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+        found = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+        return sorted(found)
     except Exception:  # legacy (non-zip) format, torchscript, corrupt file
         return []
 
@@ -230,7 +231,8 @@ def _unsafe_checkpoint_error(source: str, path: Optional[str],
         'calling it.\n'
         'To proceed safely:\n'
         '  * inspect what the file references, without loading it: '
-        f'torch.serialization.get_unsafe_globals_in_checkpoint({inspect_path!r});\n'
+        'torch.serialization.get_unsafe_globals_in_checkpoint('
+        f'{inspect_path!r});\n'
         '  * re-save a tensors-only checkpoint in an environment you trust, '
         "e.g. torch.save({'state_dict': model.state_dict()}, path), and "
         'load that instead;\n'

@@ -1,10 +1,11 @@
 """Per-architecture tracers: where tokens come from and which attention
 moves them. Each tracer implements ``supports``, ``num_layers``,
 ``initial_labels``, ``trace`` and ``readout``."""
+from .pvt import PVTTracer
 from .swin import SwinTracer
 from .vit import ViTTracer
 
-TRACERS = [ViTTracer(), SwinTracer()]
+TRACERS = [ViTTracer(), SwinTracer(), PVTTracer()]
 
 
 def get_tracer(backbone):
@@ -20,4 +21,4 @@ def get_tracer(backbone):
         'tlalign_mm/models/tracers/.')
 
 
-__all__ = ['TRACERS', 'get_tracer', 'ViTTracer', 'SwinTracer']
+__all__ = ['TRACERS', 'get_tracer', 'ViTTracer', 'SwinTracer', 'PVTTracer']

@@ -35,7 +35,9 @@ def patch_embed_labels(patch_embed: nn.Module,
     """
     conv = patch_embed.projection
     pre_pad = None
-    adaptive = getattr(patch_embed, 'adaptive_padding', None)
+    # mmcv names it ``adaptive_padding``, mmdet ``adap_padding``.
+    adaptive = getattr(patch_embed, 'adaptive_padding', None) or getattr(
+        patch_embed, 'adap_padding', None)
     if adaptive is not None:
         pad_h, pad_w = adaptive.get_pad_shape(label_map.shape[-2:])
         if adaptive.padding == 'corner':

@@ -1,0 +1,215 @@
+"""End-to-end: ``tools/train.py``, resume, then ``tools/test.py``.
+
+A tiny mmpretrain VisionTransformer is trained for a few iterations on a
+generated ImageNet-layout folder (3 classes of 32x32 PNGs), resumed to a
+larger ``max_iters`` from the saved checkpoint (which exercises the
+weights-only checkpoint loading of ``tlalign_mm.checkpoint_safety``), and
+the final checkpoint is evaluated. Each step runs the real scripts in a
+subprocess, as a user would.
+"""
+import json
+import os
+import os.path as osp
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import tlalign_mm  # noqa: F401  allow-list for the torch.load below
+
+REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+TRAIN = osp.join(REPO_ROOT, 'tools', 'train.py')
+TEST = osp.join(REPO_ROOT, 'tools', 'test.py')
+
+FIRST_ITERS = 4
+RESUMED_ITERS = 6
+
+CONFIG = '''
+default_scope = 'mmpretrain'
+data_root = {data_root!r}
+
+model = dict(
+    type='ImageClassifier',
+    backbone=dict(
+        type='VisionTransformer',
+        arch=dict(
+            embed_dims=32, num_layers=2, num_heads=2,
+            feedforward_channels=64),
+        img_size=32,
+        patch_size=8,
+        drop_rate=0.0,
+        drop_path_rate=0.0),
+    neck=None,
+    head=dict(
+        type='VisionTransformerClsHead',
+        num_classes=3,
+        in_channels=32,
+        loss=dict(type='CrossEntropyLoss', loss_weight=1.0)))
+
+data_preprocessor = dict(
+    num_classes=3, mean=[127.5] * 3, std=[127.5] * 3, to_rgb=True)
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='PackInputs'),
+]
+test_pipeline = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
+
+train_dataloader = dict(
+    batch_size=4,
+    num_workers=0,
+    dataset=dict(
+        type='CustomDataset',
+        data_root=data_root,
+        data_prefix='train',
+        pipeline=train_pipeline),
+    sampler=dict(type='InfiniteSampler', shuffle=True))
+val_dataloader = dict(
+    batch_size=6,
+    num_workers=0,
+    dataset=dict(
+        type='CustomDataset',
+        data_root=data_root,
+        data_prefix='val',
+        pipeline=test_pipeline),
+    sampler=dict(type='DefaultSampler', shuffle=False))
+val_evaluator = dict(type='Accuracy', topk=(1, ))
+test_dataloader = val_dataloader
+test_evaluator = val_evaluator
+
+optim_wrapper = dict(
+    optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.1, by_epoch=False, begin=0, end=2),
+    dict(type='CosineAnnealingLR', by_epoch=False, begin=2, T_max=20),
+]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters={max_iters},
+                 val_interval={max_iters})
+val_cfg = dict()
+test_cfg = dict()
+
+default_hooks = dict(
+    timer=dict(type='IterTimerHook'),
+    logger=dict(type='LoggerHook', interval=1),
+    param_scheduler=dict(type='ParamSchedulerHook'),
+    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=2,
+                    save_best='auto'),
+    sampler_seed=dict(type='DistSamplerSeedHook'),
+    visualization=dict(type='VisualizationHook', enable=False))
+env_cfg = dict(
+    cudnn_benchmark=False,
+    mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+    dist_cfg=dict(backend='nccl'))
+log_processor = dict(by_epoch=False)
+vis_backends = [dict(type='LocalVisBackend')]
+visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
+log_level = 'INFO'
+load_from = None
+resume = False
+randomness = dict(seed=0, deterministic=False)
+'''
+
+
+def _write_image_folder(root, num_classes=3, per_class=dict(train=4, val=2)):
+    """ImageNet layout: ``root/{train,val}/<class>/<n>.png``."""
+    rng = np.random.default_rng(0)
+    for split, count in per_class.items():
+        for cls in range(num_classes):
+            folder = osp.join(root, split, f'class{cls}')
+            os.makedirs(folder)
+            for i in range(count):
+                # classes differ by brightness so a few steps can learn them
+                img = rng.integers(0, 80, (32, 32, 3)) + 80 * cls
+                Image.fromarray(img.astype(np.uint8)).save(
+                    osp.join(folder, f'{i}.png'))
+
+
+def _write_config(path, data_root, max_iters):
+    with open(path, 'w') as f:
+        f.write(CONFIG.format(data_root=data_root, max_iters=max_iters))
+
+
+def _run(*args, timeout=300):
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    proc = subprocess.run([sys.executable, *args],
+                          cwd=REPO_ROOT,
+                          env=env,
+                          stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT,
+                          text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, (
+        f'{" ".join(args)} failed with {proc.returncode}:\n'
+        f'{proc.stdout[-6000:]}')
+    return proc.stdout
+
+
+def _run_dirs(work_dir):
+    """Timestamped directories that mmengine creates, one per run."""
+    return {
+        d
+        for d in os.listdir(work_dir)
+        if re.fullmatch(r'\d{8}_\d{6}', d) and osp.isdir(osp.join(work_dir, d))
+    }
+
+
+def _train_iters(work_dir, run_dir):
+    """Iteration numbers logged in a run's json scalars log."""
+    log = osp.join(work_dir, run_dir, 'vis_data', f'{run_dir}.json')
+    iters = []
+    with open(log) as f:
+        for line in f:
+            record = json.loads(line)
+            if 'loss' in record:  # training records, not validation ones
+                iters.append(record['iter'])
+    return iters
+
+
+@pytest.mark.e2e
+def test_train_resume_test(tmp_path):
+    data_root = str(tmp_path / 'data')
+    work_dir = str(tmp_path / 'work_dir')
+    _write_image_folder(data_root)
+
+    # 1. train FIRST_ITERS iterations, checkpoints every 2
+    config = str(tmp_path / 'tiny_vit_cls.py')
+    _write_config(config, data_root, FIRST_ITERS)
+    _run(TRAIN, config, '--work-dir', work_dir)
+    first_runs = _run_dirs(work_dir)
+    assert len(first_runs) == 1
+    assert _train_iters(work_dir, min(first_runs)) == list(
+        range(1, FIRST_ITERS + 1))
+    ckpt_path = osp.join(work_dir, f'iter_{FIRST_ITERS}.pth')
+    assert osp.isfile(ckpt_path)
+
+    # 2. resume (auto: latest checkpoint in work_dir) to RESUMED_ITERS
+    _write_config(config, data_root, RESUMED_ITERS)
+    out = _run(TRAIN, config, '--work-dir', work_dir, '--resume')
+    assert 'local_weights_only backend' in out
+    assert f'resumed epoch: 0, iter: {FIRST_ITERS}' in out
+    (resumed_run, ) = _run_dirs(work_dir) - first_runs
+    # the second run continued at FIRST_ITERS + 1, it did not restart at 1
+    assert _train_iters(work_dir, resumed_run) == list(
+        range(FIRST_ITERS + 1, RESUMED_ITERS + 1))
+
+    final = osp.join(work_dir, f'iter_{RESUMED_ITERS}.pth')
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        assert f.read().strip() == final
+    ckpt = torch.load(final, map_location='cpu', weights_only=True)
+    assert ckpt['meta']['iter'] == RESUMED_ITERS
+    # the loss history was restored from the first run's message hub
+    losses, _ = ckpt['message_hub']['log_scalars']['train/loss'].data
+    assert len(losses) == RESUMED_ITERS
+
+    # 3. evaluate the final checkpoint
+    metrics_file = str(tmp_path / 'metrics.json')
+    out = _run(TEST, config, final, '--work-dir', str(tmp_path / 'test_dir'),
+               '--out', metrics_file, '--out-item', 'metrics')
+    assert re.search(r'accuracy/top1: \d+\.\d+', out), out[-3000:]
+    with open(metrics_file) as f:
+        top1 = json.load(f)['accuracy/top1']
+    assert 0.0 <= top1 <= 100.0

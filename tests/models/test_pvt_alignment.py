@@ -1,0 +1,140 @@
+"""TL-Align through mmdet's PVT / PVTv2 (built from mmpretrain's registry
+as ``mmdet.*``) against a dense reference."""
+import pytest
+import torch
+from mmpretrain.registry import MODELS
+
+from tlalign_mm.models import traced_forward
+from tlalign_mm.models.tracers import PVTTracer, get_tracer
+from .dense_reference_pvt import dense_pvt_labels
+
+# Head dims 8; 64x64 input: 16, 8, 4, 2 tokens a side (v2).
+ARCH = dict(embed_dims=8, num_layers=[2, 1, 1, 1], num_heads=[1, 2, 2, 4],
+            mlp_ratios=[2, 2, 2, 2], out_indices=(3, ), drop_path_rate=0.)
+
+
+def build_pvt(version=2, sharpen=4.0, seed=0, **kwargs):
+    torch.manual_seed(seed)
+    cfg = dict(type='mmdet.PyramidVisionTransformerV2' if version == 2 else
+               'mmdet.PyramidVisionTransformer', **ARCH)
+    if version == 1:
+        cfg['pretrain_img_size'] = 64
+    cfg.update(kwargs)
+    pvt = MODELS.build(cfg)
+    with torch.no_grad():
+        for stage in pvt.layers:
+            for block in stage[1]:
+                if hasattr(block, 'attn'):
+                    mha = block.attn.attn
+                    # Sharpen the attention: scale the q and k projections.
+                    mha.in_proj_weight[:2 * mha.embed_dim] *= sharpen
+                else:
+                    block.pos_embed.normal_(0, 0.5)
+    pvt.eval()
+    return pvt
+
+
+def random_mix(B, S, H, W, seed=1, box=None):
+    g = torch.Generator().manual_seed(seed)
+    if box is None:
+        pw = torch.rand(B, S, -(-H // 3), -(-W // 3), generator=g).pow(4)
+        pw = pw.repeat_interleave(3, 2).repeat_interleave(3, 3)[..., :H, :W]
+        pw = pw / pw.sum(1, keepdim=True)
+    else:  # a CutMix box (y1, y2, x1, x2) from source 1
+        y1, y2, x1, x2 = box
+        pw = torch.zeros(B, 2, H, W)
+        pw[:, 0] = 1
+        pw[:, 0, y1:y2, x1:x2] = 0
+        pw[:, 1] = 1 - pw[:, 0]
+    targets = torch.rand(B, S, 10, generator=g)
+    targets = targets / targets.sum(-1, keepdim=True)
+    images = torch.randn(B, 3, H, W, generator=g)
+    return images, pw, targets
+
+
+CASES = [
+    dict(name='v2 64x64 S=2', S=2, size=(64, 64)),
+    # 18, 9, 5, 3 tokens a side; the 8x8 reduction of 18x18 leaves 2 rows
+    # and columns out.
+    dict(name='v2 70x70 S=3', S=3, size=(70, 70)),
+    dict(name='v2 cutmix box', S=2, size=(64, 64), box=(5, 37, 11, 50)),
+    dict(name='v2 stage 1 readout', S=2, size=(64, 64), out_indices=(0, 1)),
+    # Non-overlapping 4/2/2/2 embeddings (17, 8, 4, 2), position embedding.
+    dict(name='v1 70x70', S=2, size=(70, 70), version=1),
+]
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c['name'] for c in CASES])
+def test_matches_dense_reference(case):
+    case = dict(case)
+    name, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
+                            case.pop('box', None))
+    pvt = build_pvt(**case)
+    assert isinstance(get_tracer(pvt), PVTTracer)
+    images, pw, targets = random_mix(2, S, H, W, box=box)
+    traced = traced_forward(pvt, images, pw, keep_history=True)
+    ref, ref_history, ref_feat = dense_pvt_labels(pvt, images, pw, targets)
+    assert (traced.feats[-1].double() - ref_feat).abs().max() < 1e-4
+    assert (traced.expand(targets).double() - ref).abs().max() <= 1e-5
+    ours = [torch.einsum('bns,bsc->bnc', h.double(), targets.double())
+            for h in traced.history]
+    assert len(ours) == len(ref_history) == 6
+    for mine, theirs in zip(ours, ref_history):
+        assert (mine - theirs).abs().max() <= 1e-5
+    assert (ref_history[1] - ref_history[0]).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize('S', [1, 3])
+def test_invariants_every_layer(S):
+    pvt = build_pvt()
+    images, pw, _ = random_mix(2, S, 70, 70)
+    traced = traced_forward(pvt, images, pw, keep_history=True)
+    for labels in traced.history + [traced.weights[:, None]]:
+        assert labels.dtype == torch.float32
+        assert (labels >= 0).all()
+        torch.testing.assert_close(labels.sum(-1),
+                                   torch.ones(labels.shape[:2]), atol=1e-6,
+                                   rtol=0)
+
+
+def test_mixup_is_unchanged():
+    pvt = build_pvt()
+    images, _, _ = random_mix(3, 2, 70, 70)
+    lam = torch.tensor([0.3, 0.9, 0.1])
+    pw = torch.stack([lam, 1 - lam], 1)[:, :, None, None].expand(3, 2, 70, 70)
+    traced = traced_forward(pvt, images, pw, keep_history=True)
+    for labels in traced.history:
+        torch.testing.assert_close(
+            labels, torch.stack([lam, 1 - lam], 1)[:, None].expand_as(labels),
+            atol=1e-6, rtol=0)
+
+
+def test_tokens_are_the_plain_forward_and_labels_skip_dropout():
+    pvt = build_pvt(drop_path_rate=0.5, attn_drop_rate=0.3)
+    images, pw, _ = random_mix(2, 2, 64, 64)
+    evaluated = traced_forward(pvt, images, pw, keep_history=True)
+    assert torch.equal(evaluated.feats[0], pvt(images)[0])
+    pvt.train()
+    torch.manual_seed(5)
+    plain = pvt(images)[0]
+    torch.manual_seed(5)
+    trained = traced_forward(pvt, images, pw, keep_history=True,
+                             follow_drop_path=False)
+    assert torch.equal(trained.feats[0], plain)
+    # Block 0 (drop-path rate 0) sees the eval attention; its attention
+    # dropout changes the tokens, not the labels.
+    torch.testing.assert_close(trained.history[1], evaluated.history[1],
+                               atol=1e-7, rtol=0)
+    assert (trained.history[2] - evaluated.history[2]).abs().max() > 1e-4
+
+
+def test_wrapper_checkpoint_is_plain():
+    cfg = dict(type='mmdet.PyramidVisionTransformerV2', **ARCH)
+    wrapper = MODELS.build(dict(type='TLAlignBackbone', backbone=cfg))
+    plain = MODELS.build(cfg)
+    assert set(wrapper.state_dict()) == set(plain.state_dict())
+    plain.load_state_dict(wrapper.state_dict(), strict=True)
+    wrapper.eval()
+    plain.eval()
+    x = torch.randn(1, 3, 64, 64)
+    assert torch.equal(wrapper(x)[0], plain(x)[0])

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Distributed training with torchrun (torch.distributed.run).
+#
+#   bash tools/dist_train.sh CONFIG GPUS [train.py args...]
+#
+# Multi-node: set NNODES, NODE_RANK, MASTER_ADDR and PORT on every node.
+# Without CUDA, GPUS is the number of CPU processes and tools/train.py
+# switches an 'nccl' backend to 'gloo' by itself.
+
+CONFIG=$1
+GPUS=$2
+NNODES=${NNODES:-1}
+NODE_RANK=${NODE_RANK:-0}
+PORT=${PORT:-29500}
+MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+PYTHON=${PYTHON:-python}
+if [ -x "$ROOT/.venv/bin/python" ]; then
+    PYTHON="$ROOT/.venv/bin/python"
+fi
+
+PYTHONPATH="$ROOT":$PYTHONPATH \
+"$PYTHON" -m torch.distributed.run \
+    --nnodes=$NNODES \
+    --node_rank=$NODE_RANK \
+    --master_addr=$MASTER_ADDR \
+    --nproc_per_node=$GPUS \
+    --master_port=$PORT \
+    "$ROOT/tools/train.py" \
+    $CONFIG \
+    --launcher pytorch ${@:3}

@@ -1,0 +1,345 @@
+# Copyright (c) OpenMMLab and tlalign_mm contributors. All rights reserved.
+"""Test (and evaluate) a checkpoint with an mmpretrain, mmseg or mmdet config.
+
+The config's ``default_scope`` (``'mmpretrain'``, ``'mmseg'`` or ``'mmdet'``)
+selects the library; mmengine's :class:`~mmengine.runner.Runner` drives all
+three. Follows mmpretrain 1.2.0's ``tools/test.py``; the library-specific
+parts (``--out``, ``--show-dir``, ``--tta`` defaults) follow mmseg's and
+mmdet's own test scripts.
+
+Examples::
+
+    python tools/test.py CONFIG CHECKPOINT [--out results.pkl]
+    bash tools/dist_test.sh CONFIG CHECKPOINT 8
+
+The checkpoint is loaded with ``torch.load(weights_only=True)`` (see
+:mod:`tlalign_mm.checkpoint_safety`). ``--launcher pytorch`` works without
+CUDA: see ``tools/train.py``.
+"""
+import argparse
+import datetime
+import logging
+import os
+import os.path as osp
+import sys
+from copy import deepcopy
+
+# Make ``tlalign_mm`` importable when run from a checkout without install.
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+import mmengine  # noqa: E402
+import torch  # noqa: E402
+from mmengine.config import Config, ConfigDict, DictAction  # noqa: E402
+from mmengine.evaluator import DumpResults  # noqa: E402
+from mmengine.logging import print_log  # noqa: E402
+from mmengine.registry import RUNNERS  # noqa: E402
+from mmengine.runner import Runner  # noqa: E402
+
+import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
+from tlalign_mm.checkpoint_safety import \
+    allow_openmmlab_checkpoints  # noqa: E402
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(
+        description='Test (and eval) a model (mmpretrain, mmseg or mmdet)')
+    parser.add_argument('config', help='test config file path')
+    parser.add_argument('checkpoint', help='checkpoint file')
+    parser.add_argument(
+        '--work-dir',
+        help='the directory to save the file containing evaluation metrics')
+    parser.add_argument(
+        '--out',
+        help='the file to output results (mmdet: a .pkl file; mmseg: a '
+        'directory for the predicted segmentation maps).')
+    parser.add_argument(
+        '--out-item',
+        choices=['metrics', 'pred'],
+        help='To output whether metrics or predictions. '
+        'Defaults to output predictions.')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override some settings in the used config, the key-value pair '
+        'in xxx=yyy format will be merged into config file. If the value to '
+        'be overwritten is a list, it should be like key="[a,b]" or key=a,b '
+        'It also allows nested list/tuple values, e.g. key="[(a,b),(c,d)]" '
+        'Note that the quotation marks are necessary and that no white space '
+        'is allowed.')
+    parser.add_argument(
+        '--amp',
+        action='store_true',
+        help='enable automatic-mixed-precision test')
+    parser.add_argument(
+        '--show-dir',
+        help='directory where the visualization images will be saved.')
+    parser.add_argument(
+        '--show',
+        action='store_true',
+        help='whether to display the prediction results in a window.')
+    parser.add_argument(
+        '--interval',
+        type=int,
+        default=1,
+        help='visualize per interval samples.')
+    parser.add_argument(
+        '--wait-time',
+        type=float,
+        default=2,
+        help='display time of every window. (second)')
+    parser.add_argument(
+        '--no-pin-memory',
+        action='store_true',
+        help='whether to disable the pin_memory option in dataloaders.')
+    parser.add_argument(
+        '--tta',
+        action='store_true',
+        help='Whether to enable the Test-Time-Aug (TTA). If the config file '
+        'has `tta_pipeline` and `tta_model` fields, use them to determine the '
+        'TTA transforms and how to merge the TTA results. Otherwise, for '
+        'mmpretrain and mmdet configs, use flip TTA.')
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none',
+        help='job launcher')
+    # When using PyTorch version >= 2.0.0, the `torch.distributed.launch`
+    # will pass the `--local-rank` parameter to `tools/test.py` instead
+    # of `--local_rank`.
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args()
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    return args
+
+
+def trigger_visualization_hook(cfg, args):
+    """Enable the visualization hook (mmpretrain/mmseg/mmdet flavours)."""
+    assert 'visualization' in cfg.default_hooks, \
+        'VisualizationHook is not set in the `default_hooks` field of ' \
+        'config. Please set `visualization=dict(type="VisualizationHook")`'
+    hook = cfg.default_hooks.visualization
+    scope = cfg.get('default_scope', None)
+    if scope == 'mmseg':
+        hook.draw = True
+        if args.show:
+            hook.show = True
+            hook.wait_time = args.wait_time
+        if args.show_dir:
+            cfg.visualizer.save_dir = args.show_dir
+        hook.interval = args.interval
+    elif scope == 'mmdet':
+        hook.draw = True
+        if args.show:
+            hook.show = True
+            hook.wait_time = args.wait_time
+        if args.show_dir:
+            hook.test_out_dir = args.show_dir
+        hook.interval = args.interval
+    else:  # mmpretrain
+        hook.enable = True
+        hook.show = args.show
+        hook.wait_time = args.wait_time
+        hook.out_dir = args.show_dir
+        hook.interval = args.interval
+    return cfg
+
+
+def _flip_tta_pipeline(test_pipeline):
+    flip_tta = dict(
+        type='TestTimeAug',
+        transforms=[
+            [dict(type='RandomFlip', prob=1.),
+             dict(type='RandomFlip', prob=0.)],
+            [test_pipeline[-1]],
+        ])
+    tta_pipeline = deepcopy(test_pipeline)
+    tta_pipeline[-1] = flip_tta
+    return tta_pipeline
+
+
+def setup_tta(cfg):
+    """Wrap the model and test pipeline for test-time augmentation."""
+    scope = cfg.get('default_scope', None)
+    test_data_cfg = cfg.test_dataloader.dataset
+    while 'dataset' in test_data_cfg:  # dataset wrappers
+        test_data_cfg = test_data_cfg['dataset']
+    if 'tta_model' not in cfg:
+        if scope == 'mmpretrain':
+            cfg.tta_model = dict(type='mmpretrain.AverageClsScoreTTA')
+        elif scope == 'mmdet':
+            cfg.tta_model = dict(
+                type='DetTTAModel',
+                tta_cfg=dict(
+                    nms=dict(type='nms', iou_threshold=0.5), max_per_img=100))
+        else:
+            raise RuntimeError(
+                f'`--tta` needs `tta_model` and `tta_pipeline` in the config '
+                f'for default_scope={scope!r} (see the mmseg configs, e.g. '
+                'configs/_base_/datasets/ade20k.py).')
+    if 'tta_pipeline' not in cfg:
+        if scope in ('mmpretrain', 'mmdet'):
+            cfg.tta_pipeline = _flip_tta_pipeline(test_data_cfg.pipeline)
+        else:
+            raise RuntimeError(
+                f'`--tta` needs `tta_pipeline` in the config for '
+                f'default_scope={scope!r}.')
+    cfg.model = ConfigDict(**cfg.tta_model, module=cfg.model)
+    test_data_cfg.pipeline = cfg.tta_pipeline
+    return cfg
+
+
+def merge_args(cfg, args):
+    """Merge CLI arguments to config."""
+    cfg.launcher = args.launcher
+
+    # work_dir is determined in this priority: CLI > segment in file > filename
+    if args.work_dir is not None:
+        # update configs according to CLI args if args.work_dir is not None
+        cfg.work_dir = args.work_dir
+    elif cfg.get('work_dir', None) is None:
+        # use config filename as default work_dir if cfg.work_dir is None
+        cfg.work_dir = osp.join('./work_dirs',
+                                osp.splitext(osp.basename(args.config))[0])
+
+    cfg.load_from = args.checkpoint
+
+    # enable automatic-mixed-precision test
+    if args.amp:
+        cfg.test_cfg.fp16 = True
+
+    # -------------------- visualization --------------------
+    if args.show or (args.show_dir is not None):
+        cfg = trigger_visualization_hook(cfg, args)
+
+    # -------------------- TTA related args --------------------
+    if args.tta:
+        cfg = setup_tta(cfg)
+
+    # -------------------- mmseg: predictions as images --------------------
+    if (args.out is not None and args.out_item in ('pred', None)
+            and cfg.get('default_scope', None) == 'mmseg'):
+        cfg.test_evaluator['output_dir'] = args.out
+        cfg.test_evaluator['keep_results'] = True
+
+    # ----------------- Default dataloader args -----------------
+    def set_default_dataloader_cfg(cfg, field):
+        if cfg.get(field, None) is None:
+            return
+        dataloader_cfg = ConfigDict(
+            # pinned memory only helps host-to-GPU copies
+            pin_memory=torch.cuda.is_available(),
+            collate_fn=dict(type='default_collate'),
+        )
+        dataloader_cfg.update(cfg[field])
+        cfg[field] = dataloader_cfg
+        if args.no_pin_memory:
+            cfg[field]['pin_memory'] = False
+
+    set_default_dataloader_cfg(cfg, 'test_dataloader')
+
+    if args.cfg_options is not None:
+        cfg.merge_from_dict(args.cfg_options)
+
+    return cfg
+
+
+def setup_cpu_distributed(cfg):
+    """Initialise ``torch.distributed`` for ``--launcher pytorch`` on CPU.
+
+    Same as in ``tools/train.py``: without CUDA, mmengine's ``init_dist``
+    (``torch.cuda.set_device``) and its DDP ``device_ids=[LOCAL_RANK]``
+    fail, so the process group is initialised here (``nccl`` is switched
+    to ``gloo`` with a log line) and DDP gets ``device_ids=None``.
+    """
+    if cfg.launcher != 'pytorch' or torch.cuda.is_available():
+        return
+    import torch.distributed as torch_dist
+    from mmengine.device import get_device
+    if get_device() != 'cpu':  # NPU, MLU, MPS, ...: leave it to mmengine
+        return
+
+    env_cfg = cfg.setdefault('env_cfg', ConfigDict())
+    dist_cfg = env_cfg.setdefault('dist_cfg', ConfigDict())
+    backend = dist_cfg.get('backend', 'nccl')
+    if backend == 'nccl':
+        print_log(
+            'CUDA is not available: switching the distributed backend in '
+            "`env_cfg.dist_cfg` from 'nccl' to 'gloo'.",
+            logger='current',
+            level=logging.WARNING)
+        backend = dist_cfg.backend = 'gloo'
+
+    if not torch_dist.is_initialized():
+        kwargs = {k: v for k, v in dist_cfg.items() if k != 'backend'}
+        if kwargs.get('timeout') is not None:
+            kwargs['timeout'] = datetime.timedelta(seconds=kwargs['timeout'])
+        torch_dist.init_process_group(backend=backend, **kwargs)
+
+    model_wrapper_cfg = cfg.get('model_wrapper_cfg', None)
+    if model_wrapper_cfg is None:
+        cfg.model_wrapper_cfg = ConfigDict(
+            type='MMDistributedDataParallel',
+            broadcast_buffers=False,
+            find_unused_parameters=cfg.get('find_unused_parameters', False),
+            device_ids=None)
+    else:
+        model_wrapper_cfg.setdefault('device_ids', None)
+
+
+def main():
+    args = parse_args()
+    allow_openmmlab_checkpoints()  # idempotent; `import tlalign_mm` does it
+
+    if args.out is None and args.out_item is not None:
+        raise ValueError('Please use `--out` argument to specify the '
+                         'path of the output file before using `--out-item`.')
+
+    # load config
+    cfg = Config.fromfile(args.config)
+    scope = cfg.get('default_scope', None)
+    if (scope == 'mmdet' and args.out is not None
+            and args.out_item in ('pred', None)
+            and not args.out.endswith(('.pkl', '.pickle'))):
+        raise ValueError('For mmdet configs the `--out` dump file must be a '
+                         f'.pkl or .pickle file, but got {args.out!r}.')
+
+    # merge cli arguments to config
+    cfg = merge_args(cfg, args)
+
+    if scope == 'mmdet':
+        # as mmdet's test.py: fewer repeated dynamo compilations
+        from mmdet.utils import setup_cache_size_limit_of_dynamo
+        setup_cache_size_limit_of_dynamo()
+
+    setup_cpu_distributed(cfg)
+
+    # build the runner from config
+    if 'runner_type' not in cfg:
+        # build the default runner
+        runner = Runner.from_cfg(cfg)
+    else:
+        # build customized runner from the registry
+        # if 'runner_type' is set in the cfg
+        runner = RUNNERS.build(cfg)
+
+    # add a `DumpResults` dummy metric to save the predictions
+    if args.out and args.out_item in ('pred', None):
+        if scope == 'mmdet':
+            from mmdet.evaluation import DumpDetResults
+            runner.test_evaluator.metrics.append(
+                DumpDetResults(out_file_path=args.out))
+        elif scope != 'mmseg':  # mmseg writes maps via `output_dir`
+            runner.test_evaluator.metrics.append(
+                DumpResults(out_file_path=args.out))
+
+    # start testing
+    metrics = runner.test()
+
+    if args.out and args.out_item == 'metrics':
+        mmengine.dump(metrics, args.out)
+
+
+if __name__ == '__main__':
+    main()
