@@ -1,0 +1,13 @@
+# TL-Align on mmpretrain's Swin-Base recipe: labels follow the windows, shifts,
+# padding and patch merging; the target is the mean label over the last
+# stage's tokens (what GlobalAveragePooling feeds the head). Everything else
+# is the CutMix twin's.
+_base_ = ['./swin-base_16xb64_in1k_cutmix.py']
+
+model = dict(
+    type='TLAlignClassifier',
+    train_cfg=dict(augments=[
+        dict(type='TLMixup', alpha=0.8),
+        dict(type='TLCutMix', alpha=1.0),
+    ]),
+)
