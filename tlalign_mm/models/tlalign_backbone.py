@@ -77,17 +77,37 @@ class TLAlignBackbone(BaseModule):
         return self.backbone.get_layer_depth(param_name, prefix)
 
 
+def _rename(mapping, old: str, new: str) -> None:
+    """Move every key equal to ``old`` or under ``old + '.'`` to ``new``."""
+    for key in list(mapping):
+        if key == old or key.startswith(old + '.'):
+            target = new + key[len(old):]
+            mapping[target.lstrip('.')] = mapping.pop(key)
+
+
 def _drop_inner_prefix(module, state_dict, prefix, local_metadata):
-    inner = prefix + _INNER
-    for key in list(state_dict):
-        if key.startswith(inner):
-            state_dict[prefix + key[len(inner):]] = state_dict.pop(key)
+    """Save the wrapped backbone's tensors, and its version metadata, as if
+    it stood where the wrapper stands."""
+    _rename(state_dict, prefix + 'backbone', prefix.rstrip('.'))
+    metadata = getattr(state_dict, '_metadata', None)
+    if metadata is not None:
+        metadata.pop(prefix.rstrip('.'), None)
+        _rename(metadata, prefix + 'backbone', prefix.rstrip('.'))
     return state_dict
 
 
 def _add_inner_prefix(state_dict, prefix, local_metadata, strict,
                       missing_keys, unexpected_keys, error_msgs):
+    """Load plain backbone keys (and metadata) into the wrapped backbone."""
     inner = prefix + _INNER
     for key in list(state_dict):
         if key.startswith(prefix) and not key.startswith(inner):
             state_dict[inner + key[len(prefix):]] = state_dict.pop(key)
+    metadata = getattr(state_dict, '_metadata', None)
+    if metadata is not None and prefix.rstrip('.') in metadata:
+        for key in list(metadata):
+            own = prefix.rstrip('.')
+            if (key == own or key.startswith(prefix)) and \
+                    not key.startswith(inner):
+                metadata[inner + key[len(prefix):] if key != own else
+                         inner.rstrip('.')] = metadata[key]
