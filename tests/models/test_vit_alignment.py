@@ -144,6 +144,7 @@ def test_wrapper_eval_is_bit_identical_and_checkpoint_is_plain():
     wrapper.init_weights()
     state = wrapper.state_dict()
     assert set(state) == set(plain.state_dict())
+    assert state._metadata == plain.state_dict()._metadata  # versions too
     missing, unexpected = plain.load_state_dict(state, strict=True)
     assert not missing and not unexpected
     wrapper.eval()
