@@ -27,6 +27,7 @@ import torch
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
+import mmdet.models  # noqa: F401  (PVT)
 import tlalign_mm  # noqa: F401
 
 MODELS_ZOO = {
@@ -44,9 +45,10 @@ MODELS_ZOO = {
         neck=dict(type='GlobalAveragePooling'),
         head=dict(type='LinearClsHead', in_channels=768)),
     'pvt-small': dict(
-        backbone=dict(type='mmdet.PyramidVisionTransformer', num_layers=[3, 4, 6, 3],
-                      drop_path_rate=0.1),
-        neck=dict(type='GlobalAveragePooling'),
+        backbone=dict(type='mmdet.PyramidVisionTransformer',
+                      num_layers=[3, 4, 6, 3], qkv_bias=True,
+                      drop_path_rate=0.1, out_indices=(3, )),
+        neck=dict(type='PyramidGlobalAveragePooling'),
         head=dict(type='LinearClsHead', in_channels=512)),
 }
 

@@ -1,10 +1,12 @@
 """Registered OpenMMLab adapters around :mod:`tlalign_mm.core`."""
+from . import spt_lsa  # noqa: F401  (registers SPT/LSA, SL-ViT, SL-Swin)
 from .align_labels import align_labels
+from .pyramid_gap import PyramidGlobalAveragePooling
 from .tlalign_backbone import TLAlignBackbone
 from .tlalign_classifier import TLAlignClassifier
 from .traced_forward import TracedOutput, traced_forward
 
 __all__ = [
-    'align_labels', 'TLAlignBackbone', 'TLAlignClassifier', 'TracedOutput',
-    'traced_forward'
+    'align_labels', 'PyramidGlobalAveragePooling', 'TLAlignBackbone',
+    'TLAlignClassifier', 'TracedOutput', 'traced_forward'
 ]

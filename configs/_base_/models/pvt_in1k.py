@@ -16,8 +16,9 @@ model = dict(
         mlp_ratios=[8, 8, 4, 4],
         sr_ratios=[8, 4, 2, 1],
         qkv_bias=True,
-        drop_path_rate=0.1),
-    neck=dict(type='GlobalAveragePooling'),
+        drop_path_rate=0.1,
+        out_indices=(3, )),
+    neck=dict(type='PyramidGlobalAveragePooling'),
     head=dict(
         type='LinearClsHead',
         num_classes=1000,
