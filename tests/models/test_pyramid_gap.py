@@ -1,3 +1,5 @@
+import os.path as osp
+
 import torch
 from mmengine.config import Config
 from mmpretrain.registry import MODELS
@@ -15,7 +17,9 @@ def test_pools_a_list_like_a_tuple():
 
 
 def test_pvt_classifier_config_runs():
-    cfg = Config.fromfile('configs/tlalign/pvt-tiny_8xb128_in1k_tlalign.py')
+    root = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+    cfg = Config.fromfile(
+        osp.join(root, 'configs/tlalign/pvt-tiny_8xb128_in1k_tlalign.py'))
     model = MODELS.build(cfg.model)
     model.eval()
     with torch.no_grad():
