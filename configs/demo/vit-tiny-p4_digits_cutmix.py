@@ -12,8 +12,8 @@ model = dict(
     backbone=dict(
         type='VisionTransformer',
         arch=dict(
-            embed_dims=96, num_layers=4, num_heads=4,
-            feedforward_channels=192),
+            embed_dims=64, num_layers=4, num_heads=4,
+            feedforward_channels=128),
         img_size=32,
         patch_size=4,
         drop_path_rate=0.1),
@@ -21,7 +21,7 @@ model = dict(
     head=dict(
         type='VisionTransformerClsHead',
         num_classes=10,
-        in_channels=96,
+        in_channels=64,
         loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1,
                   mode='original')),
     init_cfg=[
@@ -45,10 +45,10 @@ optim_wrapper = dict(
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.01, by_epoch=True, begin=0, end=3,
          convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', by_epoch=True, begin=3, T_max=37,
+    dict(type='CosineAnnealingLR', by_epoch=True, begin=3, T_max=27,
          eta_min=1e-5),
 ]
-train_cfg = dict(by_epoch=True, max_epochs=40, val_interval=10)
+train_cfg = dict(by_epoch=True, max_epochs=30, val_interval=10)
 val_cfg = dict()
 test_cfg = dict()
 
