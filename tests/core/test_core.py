@@ -1,0 +1,96 @@
+"""The pure-torch core: window means, the residual rule, the fused trick."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tlalign_mm.core import (AlignmentState, attention_with_labels,
+                             residual_align, window_mean)
+
+
+def test_window_mean_matches_a_loop_and_ignores_padding():
+    torch.manual_seed(0)
+    x = torch.rand(2, 3, 9, 11)
+    out = window_mean(x, kernel_size=3, stride=2, padding=1,
+                      pre_pad=(0, 1, 0, 1))
+    # brute force: pad with NaN-free bookkeeping of real positions
+    padded = F.pad(x, (0, 1, 0, 1))
+    valid = F.pad(torch.ones(1, 1, 9, 11), (0, 1, 0, 1))
+    padded, valid = F.pad(padded, (1, 1, 1, 1)), F.pad(valid, (1, 1, 1, 1))
+    h = (padded.shape[2] - 3) // 2 + 1
+    w = (padded.shape[3] - 3) // 2 + 1
+    ref = torch.zeros(2, 3, h, w)
+    for i in range(h):
+        for j in range(w):
+            win = padded[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3]
+            cnt = valid[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum()
+            ref[:, :, i, j] = win.sum((2, 3)) / cnt
+    torch.testing.assert_close(out, ref)
+
+
+def test_window_mean_rejects_windows_of_only_padding():
+    with pytest.raises(ValueError, match='only padding'):
+        window_mean(torch.rand(1, 2, 4, 4), 2, 2, pre_pad=(0, 4, 0, 0))
+
+
+def test_residual_align_rule_and_keep_mask():
+    Y = torch.rand(3, 4, 2)
+    AY = torch.rand(3, 4, 2)
+    torch.testing.assert_close(residual_align(Y, AY), (Y + AY) / 2)
+    torch.testing.assert_close(residual_align(Y, AY, residual_norm=False), AY)
+    keep = torch.tensor([True, False, True])
+    out = residual_align(Y, AY, keep=keep)
+    torch.testing.assert_close(out[1], Y[1])
+    torch.testing.assert_close(out[0], (Y[0] + AY[0]) / 2)
+
+
+def test_state_resolves_layers():
+    Y = torch.rand(1, 2, 2)
+    assert AlignmentState(Y, 'last', num_layers=4)._aligned == {3}
+    assert AlignmentState(Y, [0, -1], num_layers=4)._aligned == {0, 3}
+    state = AlignmentState(Y, [1], num_layers=3, keep_history=True)
+    for _ in range(3):
+        state.step(torch.zeros_like(Y))
+    assert torch.equal(state.history[1], Y.float())  # block 0 left it alone
+    assert torch.equal(state.history[2], Y.float() / 2)
+    assert len(state.history) == 4
+
+
+def explicit(q, k, v, mask=None, scale=None):
+    scale = scale or q.shape[-1]**-0.5
+    logits = q @ k.transpose(-2, -1) * scale
+    if mask is not None:
+        logits = logits.masked_fill(~mask, float('-inf')) \
+            if mask.dtype == torch.bool else logits + mask
+    A = logits.softmax(-1)
+    return A @ v, A
+
+
+@pytest.mark.parametrize('mask_kind', [None, 'bool', 'float'])
+@pytest.mark.parametrize('fn', ['fused', 'python'])
+def test_fused_trick_equals_explicit_attention(mask_kind, fn):
+    torch.manual_seed(0)
+    B, H, N, d, S = 2, 3, 7, 16, 3
+    q, k, v = (torch.randn(B, H, N, d) * 2 for _ in range(3))
+    Y = torch.rand(B, N, S)
+    mask = None
+    if mask_kind == 'bool':
+        mask = ~torch.eye(N, dtype=torch.bool)
+    elif mask_kind == 'float':
+        mask = torch.randn(N, N)
+    attn_fn = F.scaled_dot_product_attention if fn == 'fused' else \
+        (lambda q, k, v, attn_mask=None, dropout_p=0., **kw: explicit(
+            q, k, v, attn_mask)[0])
+    out, AY = attention_with_labels(attn_fn, q, k, v, Y, attn_mask=mask)
+    ref_out, A = explicit(q, k, v, mask)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)
+
+
+def test_fused_trick_with_dropout_uses_pre_dropout_attention():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 8) for _ in range(3))
+    Y = torch.rand(2, 5, 2)
+    _, AY = attention_with_labels(F.scaled_dot_product_attention, q, k, v, Y,
+                                  dropout_p=0.5)
+    _, A = explicit(q, k, v)
+    torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)
