@@ -1,10 +1,11 @@
 """The main job: CutMix vs TL-Align on real data that ships with scikit-learn.
 
-Trains the demo configs through ``tools/train.py`` (a tiny ViT on the
-handwritten digits, from scratch), then prints the held-out top-1 accuracy of
-each, with its seed, in one table.
+Trains the demo configs through ``tools/train.py`` (a tiny ViT and its SL-ViT
+twin, with Shifted Patch Tokenization and Locality Self-Attention, on the
+handwritten digits, from scratch), each with CutMix and with TL-Align, then
+prints the held-out top-1 accuracy of each, with its seed, in one table.
 
-    .venv/bin/python tools/run_demo.py                  # seed 0, both configs
+    .venv/bin/python tools/run_demo.py                  # seed 0, all configs
     .venv/bin/python tools/run_demo.py --seeds 0 1 2
 """
 import argparse
@@ -16,9 +17,12 @@ import sys
 import time
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+# (model, target) -> config
 CONFIGS = {
-    'CutMix': 'configs/demo/vit-tiny-p4_digits_cutmix.py',
-    'TL-Align': 'configs/demo/vit-tiny-p4_digits_tlalign.py',
+    ('ViT', 'CutMix'): 'configs/demo/vit-tiny-p4_digits_cutmix.py',
+    ('ViT', 'TL-Align'): 'configs/demo/vit-tiny-p4_digits_tlalign.py',
+    ('SL-ViT', 'CutMix'): 'configs/demo/sl-vit-tiny-p4_digits_cutmix.py',
+    ('SL-ViT', 'TL-Align'): 'configs/demo/sl-vit-tiny-p4_digits_tlalign.py',
 }
 
 
@@ -53,8 +57,10 @@ def main():
     os.makedirs(args.work_dir, exist_ok=True)
     rows = []
     for seed in args.seeds:
-        for name, config in CONFIGS.items():
-            work_dir = osp.join(args.work_dir, f'{name.lower()}_seed{seed}')
+        for (model, target), config in CONFIGS.items():
+            name = f'{model} {target}'
+            slug = f'{model}_{target}'.lower()
+            work_dir = osp.join(args.work_dir, f'{slug}_seed{seed}')
             options = [f'randomness.seed={seed}'] + args.cfg_options
             if args.epochs:
                 options += [f'train_cfg.max_epochs={args.epochs}',
@@ -65,26 +71,28 @@ def main():
             print(f'[demo] {name}, seed {seed}: {" ".join(cmd[1:])}',
                   flush=True)
             start = time.time()
-            log_file = osp.join(args.work_dir, f'{name.lower()}_seed{seed}.log')
+            log_file = osp.join(args.work_dir, f'{slug}_seed{seed}.log')
             with open(log_file, 'w') as log:
                 subprocess.run(cmd, check=True, cwd=ROOT, stdout=log,
                                stderr=subprocess.STDOUT)
-            rows.append((name, seed, last_accuracy(work_dir),
+            rows.append((model, target, seed, last_accuracy(work_dir),
                          time.time() - start))
-            print(f'[demo]   top-1 {rows[-1][2]:.2f}% in {rows[-1][3]:.0f} s',
+            print(f'[demo]   top-1 {rows[-1][3]:.2f}% in {rows[-1][4]:.0f} s',
                   flush=True)
 
     print('\nHeld-out top-1 accuracy on scikit-learn digits '
-          '(360 test images), tiny ViT from scratch:')
-    print(f'| {"target":8s} | seed | top-1 (%) | train time (s) |')
-    print('|----------|------|-----------|----------------|')
-    for name, seed, acc, secs in rows:
-        print(f'| {name:8s} | {seed:4d} | {acc:9.2f} | {secs:14.0f} |')
+          '(360 test images), tiny ViT / SL-ViT from scratch:')
+    print(f'| {"model":6s} | {"target":8s} | seed | top-1 (%) | '
+          'train time (s) |')
+    print('|--------|----------|------|-----------|----------------|')
+    for model, target, seed, acc, secs in rows:
+        print(f'| {model:6s} | {target:8s} | {seed:4d} | {acc:9.2f} | '
+              f'{secs:14.0f} |')
     if len(args.seeds) > 1:
-        for name in CONFIGS:
-            accs = [r[2] for r in rows if r[0] == name]
-            print(f'| {name:8s} | mean | {sum(accs) / len(accs):9.2f} | '
-                  f'{"":14s} |')
+        for model, target in CONFIGS:
+            accs = [r[3] for r in rows if r[:2] == (model, target)]
+            print(f'| {model:6s} | {target:8s} | mean | '
+                  f'{sum(accs) / len(accs):9.2f} | {"":14s} |')
 
 
 if __name__ == '__main__':

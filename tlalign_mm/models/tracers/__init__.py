@@ -2,10 +2,15 @@
 moves them. Each tracer implements ``supports``, ``num_layers``,
 ``initial_labels``, ``trace`` and ``readout``."""
 from .pvt import PVTTracer
+from .sl_swin import SLSwinTracer
+from .sl_vit import SLViTTracer
 from .swin import SwinTracer
 from .vit import ViTTracer
 
-TRACERS = [ViTTracer(), SwinTracer(), PVTTracer()]
+# A subclass's tracer goes before its base's (first match wins).
+TRACERS = [
+    SLViTTracer(), ViTTracer(), SLSwinTracer(), SwinTracer(), PVTTracer()
+]
 
 
 def get_tracer(backbone):
@@ -21,4 +26,5 @@ def get_tracer(backbone):
         'tlalign_mm/models/tracers/.')
 
 
-__all__ = ['TRACERS', 'get_tracer', 'ViTTracer', 'SwinTracer', 'PVTTracer']
+__all__ = ['TRACERS', 'get_tracer', 'ViTTracer', 'SwinTracer', 'PVTTracer',
+           'SLViTTracer', 'SLSwinTracer']

@@ -1,0 +1,224 @@
+"""SL-ViT and SL-Swin: mmpretrain's ``VisionTransformer`` and
+``SwinTransformer`` with Shifted Patch Tokenization and Locality
+Self-Attention (Lee et al. 2021).
+
+Neither backbone is a fork: each builds mmpretrain's model with
+``super().__init__`` and then swaps modules in place, so the forward,
+checkpoint hooks, layer-wise lr decay and TL-Align tracing are mmpretrain's
+and the existing tracers'.
+
+- ``use_spt``: the patch embedding (and, for Swin, every ``PatchMerging``
+  between stages) becomes a :class:`ShiftedPatchTokenization`.
+- ``use_lsa``: every attention becomes its LSA version
+  (:class:`LocalitySelfAttention` for ViT's ``MultiheadAttention``,
+  :class:`LocalityWindowMSA` for Swin's ``WindowMSA``), taking over the
+  original's projections, dropouts and drop-path.
+
+Both switches on is the paper's SL-model; one on gives its ablations; both
+off is the plain mmpretrain backbone with the small-dataset arch.
+"""
+import copy
+from typing import Sequence
+
+from mmpretrain.models.backbones import SwinTransformer, VisionTransformer
+from mmpretrain.registry import MODELS
+
+from .lsa import LocalitySelfAttention, LocalityWindowMSA
+from .spt import ShiftedPatchTokenization
+
+
+def _check_grid(spt: ShiftedPatchTokenization, expected, name: str):
+    if tuple(spt.init_out_size) != tuple(expected):
+        raise ValueError(
+            f'{name}: the SPT token grid {spt.init_out_size} differs from '
+            f'the patch embedding it replaces ({tuple(expected)}); check '
+            'patch_size, img_size and spt_cfg.')
+
+
+@MODELS.register_module()
+class SLViT(VisionTransformer):
+    """ViT for small datasets: mmpretrain's ``VisionTransformer`` with SPT
+    and LSA.
+
+    Args:
+        arch (str | dict): ``'sl-vit'`` (default; the paper's small-dataset
+            ViT: dim 192, depth 9, 12 heads of 16 dims, MLP ratio 2), any
+            ``VisionTransformer`` arch, or a custom dict.
+        img_size (int | tuple): input size. Defaults to 32.
+        patch_size (int): patch size. Defaults to 4 (the paper's at 32 px;
+            use 8 at 64 px for Tiny-ImageNet).
+        in_channels (int): input channels. Defaults to 3.
+        use_spt (bool): patch embedding by SPT. Defaults to True.
+        use_lsa (bool): LSA in every layer. Defaults to True.
+        spt_cfg (dict): extra arguments of :class:`ShiftedPatchTokenization`
+            (``shift_size``, ``padding``, ``norm_cfg``, ``bias``).
+        lsa_cfg (dict): extra arguments of :class:`LocalitySelfAttention`
+            (``diagonal_masking``, ``learnable_temperature``, ``qk_scale``).
+        **kwargs: as :class:`mmpretrain.models.VisionTransformer`.
+    """
+
+    arch_zoo = {
+        **VisionTransformer.arch_zoo,
+        **dict.fromkeys(
+            ['sl-vit', 'sl'], {
+                'embed_dims': 192,
+                'num_layers': 9,
+                'num_heads': 12,
+                'feedforward_channels': 384
+            }),
+    }
+
+    def __init__(self,
+                 arch='sl-vit',
+                 img_size=32,
+                 patch_size=4,
+                 in_channels=3,
+                 use_spt=True,
+                 use_lsa=True,
+                 spt_cfg=dict(),
+                 lsa_cfg=dict(),
+                 **kwargs):
+        super().__init__(
+            arch=arch,
+            img_size=img_size,
+            patch_size=patch_size,
+            in_channels=in_channels,
+            **kwargs)
+        self.use_spt = use_spt
+        self.use_lsa = use_lsa
+        if use_spt:
+            spt = ShiftedPatchTokenization(
+                in_channels=in_channels,
+                embed_dims=self.embed_dims,
+                patch_size=patch_size,
+                input_size=img_size,
+                **spt_cfg)
+            _check_grid(spt, self.patch_resolution, type(self).__name__)
+            self.patch_embed = spt
+        if use_lsa:
+            for layer in self.layers:
+                layer.attn = LocalitySelfAttention.from_multihead_attention(
+                    layer.attn, **lsa_cfg)
+        if self.frozen_stages > 0:  # freeze the swapped-in modules too
+            self._freeze_stages()
+
+
+def _with_ffn_ratio(stage_cfgs, ffn_ratio, num_stages):
+    """``stage_cfgs`` with every block's ``ffn_ratio`` defaulting to
+    ``ffn_ratio``."""
+    if isinstance(stage_cfgs, Sequence):
+        stages = [copy.deepcopy(dict(c)) for c in stage_cfgs]
+    else:
+        stages = [copy.deepcopy(dict(stage_cfgs)) for _ in range(num_stages)]
+    for stage in stages:
+        blocks = stage.get('block_cfgs', dict())
+        if isinstance(blocks, Sequence):
+            blocks = [dict(b) for b in blocks]
+            for b in blocks:
+                b.setdefault('ffn_ratio', ffn_ratio)
+        else:
+            blocks = dict(blocks)
+            blocks.setdefault('ffn_ratio', ffn_ratio)
+        stage['block_cfgs'] = blocks
+    return stages
+
+
+@MODELS.register_module()
+class SLSwin(SwinTransformer):
+    """Swin for small datasets: mmpretrain's ``SwinTransformer`` with SPT
+    (patch embedding and pooling between stages) and LSA in its windows.
+
+    Args:
+        arch (str | dict): ``'sl-swin'`` (default; the paper's: embed dim
+            96, depths [2, 6, 4], heads [3, 6, 12]), any ``SwinTransformer``
+            arch, or a custom dict.
+        img_size (int | tuple): input size. Defaults to 32.
+        patch_size (int): patch size. Defaults to 2 (the paper's at 32 px).
+        in_channels (int): input channels. Defaults to 3.
+        window_size (int): window size. Defaults to 4.
+        mlp_ratio (float): default ``ffn_ratio`` of every block. Defaults
+            to 2.
+        out_indices (Sequence[int], optional): defaults to the last stage.
+        stage_cfgs (dict | Sequence[dict]): as ``SwinTransformer``.
+        use_spt (bool): SPT as patch embedding and as pooling between
+            stages (replacing ``PatchMerging``; same kernel, padding and
+            output channels). Defaults to True.
+        use_lsa (bool): LSA in every window attention. Defaults to True.
+        spt_cfg (dict): extra arguments of every
+            :class:`ShiftedPatchTokenization`.
+        lsa_cfg (dict): extra arguments of :class:`LocalityWindowMSA`.
+        **kwargs: as :class:`mmpretrain.models.SwinTransformer`.
+    """
+
+    arch_zoo = {
+        **SwinTransformer.arch_zoo,
+        **dict.fromkeys(['sl-swin', 'sl'], {
+            'embed_dims': 96,
+            'depths': [2, 6, 4],
+            'num_heads': [3, 6, 12]
+        }),
+    }
+
+    def __init__(self,
+                 arch='sl-swin',
+                 img_size=32,
+                 patch_size=2,
+                 in_channels=3,
+                 window_size=4,
+                 mlp_ratio=2.,
+                 out_indices=None,
+                 stage_cfgs=dict(),
+                 use_spt=True,
+                 use_lsa=True,
+                 spt_cfg=dict(),
+                 lsa_cfg=dict(),
+                 **kwargs):
+        settings = self.arch_zoo[arch.lower()] if isinstance(arch, str) \
+            else arch
+        num_stages = len(settings['depths'])
+        if out_indices is None:
+            out_indices = (num_stages - 1, )
+        super().__init__(
+            arch=arch,
+            img_size=img_size,
+            patch_size=patch_size,
+            in_channels=in_channels,
+            window_size=window_size,
+            out_indices=out_indices,
+            stage_cfgs=_with_ffn_ratio(stage_cfgs, mlp_ratio, num_stages),
+            **kwargs)
+        self.use_spt = use_spt
+        self.use_lsa = use_lsa
+        if use_spt:
+            spt = ShiftedPatchTokenization(
+                in_channels=in_channels,
+                embed_dims=self.embed_dims,
+                patch_size=patch_size,
+                input_size=img_size,
+                **spt_cfg)
+            _check_grid(spt, self.patch_resolution, type(self).__name__)
+            self.patch_embed = spt
+            for stage in self.stages:
+                merging = stage.downsample
+                if merging is None:
+                    continue
+                kernel = tuple(merging.sampler.kernel_size)
+                if tuple(merging.sampler.stride) != kernel:
+                    raise NotImplementedError(
+                        'SPT pooling has stride = patch size; this '
+                        f'PatchMerging has kernel {kernel} and stride '
+                        f'{tuple(merging.sampler.stride)}.')
+                cfg = dict(
+                    in_channels=merging.in_channels,
+                    out_channels=merging.out_channels,
+                    patch_size=kernel,
+                    padding=merging.adaptive_padding.padding
+                    if merging.adaptive_padding is not None else None)
+                cfg.update(spt_cfg)
+                stage.downsample = ShiftedPatchTokenization(**cfg)
+        if use_lsa:
+            for stage in self.stages:
+                for block in stage.blocks:
+                    block.attn.w_msa = LocalityWindowMSA.from_window_msa(
+                        block.attn.w_msa, **lsa_cfg)
+        self._freeze_stages()  # freeze the swapped-in modules too
