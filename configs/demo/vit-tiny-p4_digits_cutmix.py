@@ -1,4 +1,4 @@
-# The demo's CutMix baseline: a tiny ViT (patch 4 at 32 px, 64 tokens) trained
+# The demo's CutMix baseline: a tiny ViT (patch 4 at 16 px, 16 tokens) trained
 # from scratch on scikit-learn's digits with CutMix. Its TL-Align twin is
 # vit-tiny-p4_digits_tlalign.py; only the training target differs.
 _base_ = [
@@ -14,7 +14,7 @@ model = dict(
         arch=dict(
             embed_dims=64, num_layers=4, num_heads=4,
             feedforward_channels=128),
-        img_size=32,
+        img_size=16,
         patch_size=4,
         drop_path_rate=0.1),
     neck=None,

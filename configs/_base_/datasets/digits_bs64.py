@@ -1,5 +1,5 @@
 # scikit-learn's handwritten digits (ships with the package: no download),
-# upsampled from 8x8 to 32x32. A seeded, stratified 80/20 hold-out split.
+# upsampled from 8x8 to 16x16. A seeded, stratified 80/20 hold-out split.
 dataset_type = 'Digits'
 data_preprocessor = dict(
     num_classes=10,
@@ -9,12 +9,12 @@ data_preprocessor = dict(
 )
 
 train_pipeline = [
-    dict(type='Resize', scale=(32, 32), interpolation='bilinear'),
-    dict(type='RandomCrop', crop_size=32, padding=2),
+    dict(type='Resize', scale=(16, 16), interpolation='bilinear'),
+    dict(type='RandomCrop', crop_size=16, padding=1),
     dict(type='PackInputs'),
 ]
 test_pipeline = [
-    dict(type='Resize', scale=(32, 32), interpolation='bilinear'),
+    dict(type='Resize', scale=(16, 16), interpolation='bilinear'),
     dict(type='PackInputs'),
 ]
 
