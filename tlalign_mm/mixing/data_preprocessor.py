@@ -119,4 +119,5 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
             sample.set_field(record.pixel_weights[i], 'mix_pixel_weights')
             sample.set_field(source_targets[i], 'mix_targets')
             sample.set_field(record.cls_weights[i], 'mix_cls_weights')
+            sample.set_field(record.mode, 'mix_mode', field_type='metainfo')
         return {'inputs': inputs, 'data_samples': data_samples}

@@ -1,0 +1,93 @@
+"""Shared fixtures of the analysis-tool tests: the digits demo's tiny ViT
+(with sharpened attention, so alignment moves labels), a tiny Swin on the
+same data, and an in-process runner for the scripts in tools/analysis/."""
+import importlib.util
+import os.path as osp
+
+import pytest
+import torch
+
+from tlalign_mm.analysis.session import (build_dataloader, build_model,
+                                         load_config)
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+VIT_CONFIG = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_tlalign.py')
+# No pickling of the dataset (its gc.collect() costs seconds in a big heap).
+NO_SERIALIZE = 'test_dataloader.dataset.serialize_data=False'
+# 8 test images in one batch: every tool runs one small batch.
+FEW = ['--num-images', '8', '--batch-size', '8', '--cfg-options',
+       NO_SERIALIZE]
+
+DEMO_CUTMIX = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_cutmix.py')
+SWIN = f'''
+_base_ = [{DEMO_CUTMIX!r}]
+model = dict(
+    _delete_=True,
+    type='ImageClassifier',
+    backbone=dict(type='SwinTransformer',
+                  arch=dict(embed_dims=16, depths=[2, 2], num_heads=[2, 2]),
+                  img_size=32, window_size=4, out_indices=(1, )),
+    neck=dict(type='GlobalAveragePooling'),
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=32))
+'''
+
+
+def sharpen(model, factor=4.0):
+    """Scale every query/key projection: peaked attention that moves
+    labels, as a trained model's does."""
+    with torch.no_grad():
+        for module in model.modules():
+            qkv = getattr(module, 'qkv', None)
+            if isinstance(qkv, torch.nn.Linear):
+                dims = qkv.out_features // 3
+                qkv.weight[:2 * dims] *= factor
+
+
+class Setup:
+    """A config, its model (sharpened, eval) saved as a checkpoint, and a
+    dataloader of batches of 8 test images."""
+
+    def __init__(self, config, checkpoint):
+        self.config = config
+        self.cfg = load_config(config, {NO_SERIALIZE.split('=')[0]: False})
+        self.model = build_model(self.cfg, None, seed=0)
+        sharpen(self.model)
+        torch.save({'state_dict': self.model.state_dict()}, checkpoint)
+        self.checkpoint = str(checkpoint)
+        self.loader = build_dataloader(self.cfg, batch_size=8)
+
+    @property
+    def paths(self):
+        return self.config, self.checkpoint
+
+
+@pytest.fixture(scope='session')
+def setups(tmp_path_factory):
+    """``{'vit': Setup, 'swin': Setup}``: the digits demo's ViT and a tiny
+    Swin on the same data."""
+    root = tmp_path_factory.mktemp('analysis_models')
+    swin_config = root / 'swin-tiny-digits.py'
+    swin_config.write_text(SWIN)
+    return dict(vit=Setup(VIT_CONFIG, root / 'vit.pth'),
+                swin=Setup(str(swin_config), root / 'swin.pth'))
+
+
+def load_tool(name):
+    path = osp.join(ROOT, 'tools', 'analysis', f'{name}.py')
+    spec = importlib.util.spec_from_file_location(f'analysis_{name}', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='session')
+def run_tool():
+    """``run_tool(name, argv)``: ``tools/analysis/<name>.py``'s ``main``."""
+    cache = {}
+
+    def run(name, argv):
+        if name not in cache:
+            cache[name] = load_tool(name)
+        return cache[name].main([str(a) for a in argv])
+
+    return run

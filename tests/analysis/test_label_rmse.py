@@ -1,0 +1,70 @@
+"""tools/analysis/label_rmse.py and tlalign_mm.analysis.label_rmse."""
+import csv
+import json
+
+import pytest
+import torch
+
+from tlalign_mm.analysis.label_rmse import RMSEMeter, label_rmse
+from tlalign_mm.analysis.mixed_batches import mixed_batches
+from tlalign_mm.analysis.session import plain_backbone
+from .conftest import FEW
+
+
+def test_meter_is_the_hand_computation():
+    meter = RMSEMeter()
+    aligned = torch.tensor([[0.7, 0.3], [0.5, 0.5]])
+    area = torch.tensor([[0.6, 0.4], [0.5, 0.5]])
+    targets = torch.eye(3)[torch.tensor([[0, 1], [2, 2]])]  # 2nd: one class
+    meter.update(aligned, area, targets)
+    out = meter.result()
+    # Differences (0.1, -0.1) and (0, 0): 4 entries, 2 images.
+    assert out['rmse'] == pytest.approx((0.02 / 4)**0.5)
+    assert out['rmse_class'] == pytest.approx((0.02 / 2)**0.5)
+    assert out['num_images'] == 2
+
+
+def test_cli_table_and_plot_over_two_models(setups, run_tool, tmp_path):
+    rows = run_tool('label_rmse', [*setups['vit'].paths,
+                                   *setups['swin'].paths, '--names', 'vit',
+                                   'swin', '--work-dir', tmp_path, *FEW])
+    assert [r['model'] for r in rows] == ['vit', 'swin']
+    for row in rows:
+        assert row['num_images'] == 8
+        assert row['rmse'] > 1e-3  # CutMix: alignment moves the label
+    with open(tmp_path / 'label_rmse.csv') as f:
+        table = list(csv.DictReader(f))
+    assert float(table[0]['rmse']) == pytest.approx(rows[0]['rmse'])
+    assert json.loads((tmp_path / 'label_rmse.json').read_text())[1][
+        'model'] == 'swin'
+    assert (tmp_path / 'label_rmse.png').stat().st_size > 1000
+
+
+@pytest.mark.parametrize('arch', ['vit', 'swin'])
+def test_mixup_gives_zero(setups, arch):
+    s = setups[arch]
+    out = label_rmse(s.model.backbone,
+                     mixed_batches(s.model, s.loader, 'mixup', max_batches=1))
+    assert out['num_images'] == 8
+    assert out['rmse'] < 1e-6 and out['rmse_class'] < 1e-6
+
+
+def test_identity_attention_gives_zero(setups):
+    s = setups['vit']
+    attns = [layer.attn for layer in plain_backbone(s.model).layers]
+    originals = [a.scaled_dot_product_attention for a in attns]
+    try:
+        for attn in attns:
+            # Every token attends to itself only: labels cannot move.
+            attn.scaled_dot_product_attention = \
+                lambda q, k, v, attn_mask=None, dropout_p=0., **kw: v
+        out = label_rmse(s.model.backbone,
+                         mixed_batches(s.model, s.loader, max_batches=1))
+    finally:
+        for attn, fn in zip(attns, originals):
+            attn.scaled_dot_product_attention = fn
+    assert out['rmse'] < 1e-6 and out['num_images'] == 8
+    # ... and the real attention moves them.
+    out = label_rmse(s.model.backbone,
+                     mixed_batches(s.model, s.loader, max_batches=1))
+    assert out['rmse'] > 1e-3

@@ -1,0 +1,122 @@
+"""Mixed batches for analysis: the config's data, mixed within each batch by
+the recording batch augmentations, reproducibly."""
+from contextlib import contextmanager
+from typing import Iterator, NamedTuple, Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from tlalign_mm.core.mix_record import MixRecord
+from tlalign_mm.mixing import TLCutMix, TLMixup
+
+
+class MixedBatch(NamedTuple):
+    """One batch, before and after mixing.
+
+    Attributes:
+        inputs (Tensor): ``(B0, 3, H, W)`` the preprocessed (normalised,
+            padded) images of the whole batch before mixing.
+        mixed (Tensor): ``(B, 3, H, W)`` the mixed images (``B <= B0``
+            when the batch was cut to ``num_images``).
+        record (MixRecord): how ``mixed`` was made from ``inputs``
+            (``S`` sources; source ``s`` of sample ``b`` is
+            ``inputs[record.source_index[b, s]]``).
+        targets (Tensor): ``(B, S, C)`` each source's one-hot label.
+    """
+    inputs: torch.Tensor
+    mixed: torch.Tensor
+    record: MixRecord
+    targets: torch.Tensor
+
+    def source_images(self, s: int) -> torch.Tensor:
+        """``(B, 3, H, W)`` the unmixed images of source ``s``."""
+        return self.inputs[self.record.source_index[:, s]]
+
+
+@contextmanager
+def seeded(seed: int):
+    """numpy's and torch's (CPU) global RNGs seeded inside, restored after:
+    the recording augmentations draw from them like mmpretrain's."""
+    state = np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(state)
+
+
+def build_mixer(mix: str = 'cutmix', alpha: float = 1.0):
+    """``'cutmix'`` (:class:`TLCutMix`), ``'mixup'`` (:class:`TLMixup`) or
+    ``'none'``."""
+    if mix == 'cutmix':
+        return TLCutMix(alpha=alpha)
+    if mix == 'mixup':
+        return TLMixup(alpha=alpha)
+    if mix == 'none':
+        return None
+    raise ValueError(f"mix must be 'cutmix', 'mixup' or 'none', got {mix!r}.")
+
+
+def mixed_batches(model,
+                  dataloader,
+                  mix: str = 'cutmix',
+                  alpha: float = 1.0,
+                  seed: int = 0,
+                  num_images: Optional[int] = None,
+                  max_batches: Optional[int] = None,
+                  progress=None) -> Iterator[MixedBatch]:
+    """Preprocess the dataloader's batches with the model's data
+    preprocessor (test mode: no augmentation of its own) and mix each batch
+    within itself, batch ``i`` with seed ``seed + i``.
+
+    Args:
+        model: the classifier (its ``data_preprocessor`` and ``head``'s
+            ``num_classes`` are used).
+        dataloader: yields mmpretrain data batches.
+        mix (str): ``'cutmix'``, ``'mixup'`` or ``'none'`` (one source).
+        alpha (float): the Beta parameter of the mixing ratio.
+        seed (int): base seed.
+        num_images (int, optional): stop after this many images (the last
+            batch is cut after mixing).
+        max_batches (int, optional): stop after this many batches.
+        progress: an object with ``update(n)`` (e.g. mmengine's
+            ``ProgressBar``), told the number of images of each batch once
+            the consumer is done with it.
+    """
+    mixer = build_mixer(mix, alpha)
+    num_classes = getattr(model.head, 'num_classes', None) or \
+        model.data_preprocessor.num_classes
+    seen = 0
+    for i, data in enumerate(dataloader):
+        if max_batches is not None and i >= max_batches:
+            break
+        if num_images is not None and seen >= num_images:
+            break
+        with torch.no_grad():
+            data = model.data_preprocessor(data, training=False)
+        inputs = data['inputs']
+        labels = torch.stack([s.gt_label.reshape(-1)[0]
+                              for s in data['data_samples']])
+        scores = F.one_hot(labels.to(inputs.device), num_classes).float()
+        if mixer is None:
+            mixed, record = inputs, MixRecord.identity(
+                len(inputs), *inputs.shape[-2:], device=inputs.device)
+        else:
+            # The whole batch is mixed (partners come from all of it), then
+            # cut to the images still wanted.
+            with seeded(seed + i):
+                mixed, _, record = mixer.mix_with_record(inputs, scores)
+        keep = len(inputs) if num_images is None else \
+            min(len(inputs), num_images - seen)
+        targets = record.source_targets(scores)[:keep]
+        mixed = mixed[:keep]
+        record = MixRecord(record.pixel_weights[:keep],
+                           record.source_index[:keep],
+                           record.cls_weights[:keep], record.mode)
+        seen += keep
+        yield MixedBatch(inputs, mixed, record, targets)
+        if progress is not None:
+            progress.update(keep)

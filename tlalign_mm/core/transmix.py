@@ -1,0 +1,89 @@
+"""TransMix's target (Chen et al., CVPR 2022), for S sources.
+
+TransMix re-weights the area ratio of a CutMix-style mix with the class
+token's attention in the last block. Following the authors' code
+(``Beckschen/TransMix``, ``transmix.py``, ``Mixup_transmix.transmix_label``;
+the attention is ``timm/models/vision_transformer.py``'s
+``mean(attn[:, :, 0, 1:], dim=1)``):
+
+- ``a_p``: the last block's softmax attention (before attention dropout) of
+  the class-token query to patch token ``p``, averaged over heads. The softmax
+  runs over all keys, class token included; only the patch columns are kept.
+- ``lam_attn = sum_p a_p m_p / sum_p a_p`` with ``m_p`` the token-level mask
+  of the pasted box: the attention share of the box, renormalised over the
+  patch tokens (the class key's share drops out).
+- ``lam = (lam_area + lam_attn) / 2`` for each source.
+
+Here ``m_p`` generalises to each patch token's *source weights*
+``y_p in R^S`` (the tracers' initial labels: the mean pixel weight of the
+patch), so for S sources ``lam_attn[s] = sum_p a_p y_p[s] / sum_p a_p``.
+TransMix's code nearest-downsamples the pixel box to the token grid instead;
+the two agree whenever the box follows patch borders (token CutMix) and differ
+only on patches a pixel-exact box cuts through (fractional here, 0/1 there).
+"""
+import torch
+
+#: Weight of the attention ratio; TransMix averages it with the area ratio.
+ATTENTION_RATIO = 0.5
+
+
+def attention_lambda(weighted: torch.Tensor,
+                     area_lambda: torch.Tensor) -> torch.Tensor:
+    """Each source's share of the class token's patch attention.
+
+    Args:
+        weighted (Tensor): ``(B, S)`` ``sum_p a_p y_p``: the patch labels
+            weighted by the (unnormalised) class-token attention.
+        area_lambda (Tensor): ``(B, S)`` area ratios; the answer for a sample
+            whose attention on patch tokens underflowed to 0.
+
+    Returns:
+        Tensor: ``(B, S)`` ``weighted / weighted.sum(-1)``, summing to 1 (the
+        patch labels sum to 1 over sources, so the sum is ``sum_p a_p``).
+    """
+    weighted = weighted.float()
+    total = weighted.sum(-1, keepdim=True)
+    return torch.where(total > 0, weighted / total.clamp_min(1e-30),
+                       area_lambda.to(weighted))
+
+
+def transmix_lambda_from_weighted(weighted: torch.Tensor,
+                                  area_lambda: torch.Tensor,
+                                  ratio: float = ATTENTION_RATIO
+                                  ) -> torch.Tensor:
+    """TransMix's ``lam = (1 - ratio) * lam_area + ratio * lam_attn`` from
+    ``weighted = sum_p a_p y_p`` ``(B, S)``; see :func:`transmix_lambda`."""
+    area_lambda = area_lambda.float()
+    return (1 - ratio) * area_lambda + ratio * attention_lambda(
+        weighted, area_lambda)
+
+
+def transmix_lambda(cls_attention: torch.Tensor,
+                    patch_labels: torch.Tensor,
+                    area_lambda: torch.Tensor,
+                    ratio: float = ATTENTION_RATIO) -> torch.Tensor:
+    """TransMix's mixing ratio of each source.
+
+    Args:
+        cls_attention (Tensor): ``(B, N)`` the last block's head-averaged
+            attention of the class token to the ``N`` patch tokens (any
+            normalisation: only the ratios between patches matter).
+        patch_labels (Tensor): ``(B, N, S)`` each patch token's source
+            weights (summing to 1 over ``S``).
+        area_lambda (Tensor): ``(B, S)`` the area ratio of each source (the
+            CutMix target's ``lam``).
+        ratio (float): weight of the attention ratio. Defaults to 0.5, as in
+            TransMix.
+
+    Returns:
+        Tensor: ``(B, S)`` ``0.5 * lam_area + 0.5 * lam_attn`` with
+        ``lam_attn = sum_p a_p y_p / sum_p a_p``; sums to 1.
+    """
+    if cls_attention.dim() != 2 or patch_labels.dim() != 3 or \
+            patch_labels.shape[:2] != cls_attention.shape:
+        raise ValueError(
+            f'cls_attention must be (B, N) and patch_labels (B, N, S); got '
+            f'{tuple(cls_attention.shape)} and {tuple(patch_labels.shape)}.')
+    weighted = torch.einsum('bn,bns->bs', cls_attention.float(),
+                            patch_labels.float())
+    return transmix_lambda_from_weighted(weighted, area_lambda, ratio)
