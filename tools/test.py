@@ -17,8 +17,6 @@ The checkpoint is loaded with ``torch.load(weights_only=True)`` (see
 CUDA: see ``tools/train.py``.
 """
 import argparse
-import datetime
-import logging
 import os
 import os.path as osp
 import sys
@@ -31,13 +29,13 @@ import mmengine  # noqa: E402
 import torch  # noqa: E402
 from mmengine.config import Config, ConfigDict, DictAction  # noqa: E402
 from mmengine.evaluator import DumpResults  # noqa: E402
-from mmengine.logging import print_log  # noqa: E402
 from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
 from tlalign_mm.checkpoint_safety import \
     allow_openmmlab_checkpoints  # noqa: E402
+from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
 
 
 def parse_args():
@@ -243,49 +241,6 @@ def merge_args(cfg, args):
         cfg.merge_from_dict(args.cfg_options)
 
     return cfg
-
-
-def setup_cpu_distributed(cfg):
-    """Initialise ``torch.distributed`` for ``--launcher pytorch`` on CPU.
-
-    Same as in ``tools/train.py``: without CUDA, mmengine's ``init_dist``
-    (``torch.cuda.set_device``) and its DDP ``device_ids=[LOCAL_RANK]``
-    fail, so the process group is initialised here (``nccl`` is switched
-    to ``gloo`` with a log line) and DDP gets ``device_ids=None``.
-    """
-    if cfg.launcher != 'pytorch' or torch.cuda.is_available():
-        return
-    import torch.distributed as torch_dist
-    from mmengine.device import get_device
-    if get_device() != 'cpu':  # NPU, MLU, MPS, ...: leave it to mmengine
-        return
-
-    env_cfg = cfg.setdefault('env_cfg', ConfigDict())
-    dist_cfg = env_cfg.setdefault('dist_cfg', ConfigDict())
-    backend = dist_cfg.get('backend', 'nccl')
-    if backend == 'nccl':
-        print_log(
-            'CUDA is not available: switching the distributed backend in '
-            "`env_cfg.dist_cfg` from 'nccl' to 'gloo'.",
-            logger='current',
-            level=logging.WARNING)
-        backend = dist_cfg.backend = 'gloo'
-
-    if not torch_dist.is_initialized():
-        kwargs = {k: v for k, v in dist_cfg.items() if k != 'backend'}
-        if kwargs.get('timeout') is not None:
-            kwargs['timeout'] = datetime.timedelta(seconds=kwargs['timeout'])
-        torch_dist.init_process_group(backend=backend, **kwargs)
-
-    model_wrapper_cfg = cfg.get('model_wrapper_cfg', None)
-    if model_wrapper_cfg is None:
-        cfg.model_wrapper_cfg = ConfigDict(
-            type='MMDistributedDataParallel',
-            broadcast_buffers=False,
-            find_unused_parameters=cfg.get('find_unused_parameters', False),
-            device_ids=None)
-    else:
-        model_wrapper_cfg.setdefault('device_ids', None)
 
 
 def main():
