@@ -26,7 +26,7 @@ model = dict(
     type='ImageClassifier',
     backbone=dict(type='SwinTransformer',
                   arch=dict(embed_dims=16, depths=[2, 2], num_heads=[2, 2]),
-                  img_size=32, window_size=4, out_indices=(1, )),
+                  img_size=16, window_size=2, out_indices=(1, )),
     neck=dict(type='GlobalAveragePooling'),
     head=dict(type='LinearClsHead', num_classes=10, in_channels=32))
 '''

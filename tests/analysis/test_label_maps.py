@@ -25,8 +25,9 @@ def test_token_grid():
     assert token_grid(14 * 14, (224, 224)) == (14, 14)
 
 
-@pytest.mark.parametrize('arch, grids', [('vit', ((8, 8), (8, 8))),
-                                         ('swin', ((8, 8), (4, 4)))])
+# The demo config's 16x16 digits, patch 4: a 4x4 grid (Swin merges to 2x2).
+@pytest.mark.parametrize('arch, grids', [('vit', ((4, 4), (4, 4))),
+                                         ('swin', ((4, 4), (2, 2)))])
 def test_maps_are_patch_means_and_aligned_labels(setups, arch, grids):
     model = setups[arch].model
     batch = next(mixed_batches(model, setups[arch].loader, num_images=4))
@@ -36,7 +37,7 @@ def test_maps_are_patch_means_and_aligned_labels(setups, arch, grids):
     # The initial map: each 4x4 patch's mean pixel weight.
     pw = batch.record.pixel_weights
     torch.testing.assert_close(
-        maps.initial, pw.reshape(4, 2, 8, 4, 8, 4).mean((3, 5)))
+        maps.initial, pw.reshape(4, 2, 4, 4, 4, 4).mean((3, 5)))
     torch.testing.assert_close(maps.aligned.sum(1), torch.ones(4, *grids[1]))
     if arch == 'vit':  # alignment moved the labels
         assert (maps.aligned - maps.initial).abs().max() > 1e-3
@@ -53,4 +54,4 @@ def test_cli_writes_the_grid(setups, run_tool, tmp_path):
     assert 1000 < png.stat().st_size < 200_000
     saved = json.loads((tmp_path / 'maps.json').read_text())
     assert saved['rows'][0]['cutmix_label'] == rows[0]['cutmix_label']
-    assert len(saved['rows'][0]['aligned_map']) == 8  # 8x8 patch tokens
+    assert len(saved['rows'][0]['aligned_map']) == 4  # 4x4 patch tokens

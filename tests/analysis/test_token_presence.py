@@ -77,15 +77,15 @@ def test_cli_writes_the_distribution(setups, run_tool, tmp_path):
                                        tmp_path, *FEW])
     assert [r['block'] for r in rows] == [1, 2, 3, 4]
     for row in rows:
-        assert row['num_tokens'] == 65
-        # 64 patch tokens and the class token average 1.
-        assert (64 * row['mean'] + row['class_token_mean']) / 65 == \
+        assert row['num_tokens'] == 17  # the demo: 16x16 px, patch 4
+        # 16 patch tokens and the class token average 1.
+        assert (16 * row['mean'] + row['class_token_mean']) / 17 == \
             pytest.approx(1.0, abs=1e-5)
         assert row['std'] > 1e-3
     with open(tmp_path / 'presence.csv') as f:
         assert len(list(csv.DictReader(f))) == 4
     summary = json.loads((tmp_path / 'presence.json').read_text())
-    assert summary['num_images'] == 8 and summary['grids'][0] == [8, 8]
+    assert summary['num_images'] == 8 and summary['grids'][0] == [4, 4]
     values = np.load(tmp_path / 'presence.npz')
-    assert values['block1_patches'].shape == (8, 64)
+    assert values['block1_patches'].shape == (8, 16)
     assert (tmp_path / 'presence.png').stat().st_size > 1000
