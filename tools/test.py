@@ -227,9 +227,11 @@ def merge_args(cfg, args):
             return
         dataloader_cfg = ConfigDict(
             # pinned memory only helps host-to-GPU copies
-            pin_memory=torch.cuda.is_available(),
-            collate_fn=dict(type='default_collate'),
-        )
+            pin_memory=torch.cuda.is_available())
+        if cfg.get('default_scope', None) == 'mmpretrain':
+            # mmpretrain's default; mmseg and mmdet batch images of several
+            # sizes and need mmengine's pseudo_collate (the Runner default).
+            dataloader_cfg.collate_fn = dict(type='default_collate')
         dataloader_cfg.update(cfg[field])
         cfg[field] = dataloader_cfg
         if args.no_pin_memory:

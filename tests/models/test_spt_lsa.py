@@ -665,6 +665,6 @@ def test_tiny_imagenet_flat_val_layout_is_refused(tmp_path):
 
 def test_cifar_never_downloads():
     with pytest.raises(ValueError, match='never downloads'):
-        DATASETS.build(dict(type='OfflineCIFAR10', data_root='x',
+        DATASETS.build(dict(type='LocalCIFAR10', data_root='x',
                             download=True))
 

@@ -6,7 +6,7 @@
 # exist. A missing file fails at build time with this layout in the message.
 _base_ = ['./cifar10_bs128_sl.py']
 
-dataset_type = 'OfflineCIFAR100'
+dataset_type = 'LocalCIFAR100'
 data_root = 'data/cifar100'
 rgb_mean = [129.304, 124.070, 112.434]
 rgb_std = [68.170, 65.392, 70.418]

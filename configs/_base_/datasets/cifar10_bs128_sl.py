@@ -7,9 +7,9 @@
 # No download, ever: unpack cifar-10-python.tar.gz so that
 #   data/cifar10/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}
 # exist (or point data_root elsewhere). A missing file fails at build time
-# with this layout in the message (OfflineCIFAR10 = mmpretrain's CIFAR10 with
+# with this layout in the message (LocalCIFAR10 = mmpretrain's CIFAR10 with
 # download=False and that check).
-dataset_type = 'OfflineCIFAR10'
+dataset_type = 'LocalCIFAR10'
 data_root = 'data/cifar10'
 rgb_mean = [125.307, 122.961, 113.8575]
 rgb_std = [51.5865, 50.847, 51.255]

@@ -3,16 +3,15 @@ Datasets") as mmpretrain components, and the SL-ViT / SL-Swin backbones.
 
 Importing registers ``ShiftedPatchTokenization``, ``LocalitySelfAttention``,
 ``LocalityWindowMSA``, ``SLViT`` and ``SLSwin`` in mmpretrain's ``MODELS``,
-and the offline small-dataset wrappers (``OfflineCIFAR10``,
-``OfflineCIFAR100``, ``TinyImageNet``) in its ``DATASETS``.
+and ``TinyImageNet`` (a class-folder dataset) in its ``DATASETS``.
 """
 from .backbones import SLSwin, SLViT
-from .datasets import OfflineCIFAR10, OfflineCIFAR100, TinyImageNet
+from .datasets import TinyImageNet
 from .lsa import LocalitySelfAttention, LocalityWindowMSA, diagonal_mask
 from .spt import ShiftedPatchTokenization, shift_concat, spt_token_labels
 
 __all__ = [
     'ShiftedPatchTokenization', 'LocalitySelfAttention', 'LocalityWindowMSA',
     'SLViT', 'SLSwin', 'spt_token_labels', 'shift_concat', 'diagonal_mask',
-    'OfflineCIFAR10', 'OfflineCIFAR100', 'TinyImageNet'
+    'TinyImageNet'
 ]

@@ -1,5 +1,5 @@
-"""Offline small datasets for the SL-ViT configs: mmpretrain's CIFAR-10/100
-that never download, and Tiny-ImageNet as a class-folder ``CustomDataset``.
+"""Tiny-ImageNet for the SL-ViT configs, as a class-folder ``CustomDataset``
+(CIFAR-10/100 use ``LocalCIFAR10/100`` from :mod:`tlalign_mm.downstream`).
 
 A missing dataset fails at build time with an error that names the expected
 layout (mmpretrain's own error only names the folder and suggests
@@ -8,60 +8,8 @@ layout (mmpretrain's own error only names the folder and suggests
 import os
 import os.path as osp
 
-from mmpretrain.datasets import CIFAR10, CIFAR100, CustomDataset
+from mmpretrain.datasets import CustomDataset
 from mmpretrain.registry import DATASETS
-
-
-def _cifar_layout(dataset) -> str:
-    root = dataset.data_prefix['root']
-    files = [f for f, _ in dataset.train_list + dataset.test_list]
-    files.append(dataset.meta['filename'])
-    lines = '\n'.join(f'    {osp.join(root, dataset.base_folder, f)}'
-                      for f in files)
-    return (f'{type(dataset).__name__} expects the python version of the '
-            f'dataset, unpacked from {dataset.filename} '
-            f'({dataset.url}) into {root}:\n{lines}\n'
-            'Downloading is disabled: fetch and unpack it yourself, or point '
-            'data_root at a copy.')
-
-
-class _OfflineCIFAR:
-
-    def __init__(self, *args, download: bool = False, **kwargs):
-        if download:
-            raise ValueError(
-                f'{type(self).__name__} never downloads (download=False); '
-                'unpack the dataset under data_root yourself.')
-        super().__init__(*args, download=False, **kwargs)
-
-    def load_data_list(self):
-        root = self.data_prefix['root']
-        files = [f for f, _ in self.train_list + self.test_list]
-        files.append(self.meta['filename'])
-        missing = [
-            f for f in files
-            if not osp.isfile(osp.join(root, self.base_folder, f))
-        ]
-        if missing:
-            raise FileNotFoundError(
-                f'{type(self).__name__}: missing {missing} under '
-                f'{osp.join(root, self.base_folder)}. ' + _cifar_layout(self))
-        return super().load_data_list()
-
-
-@DATASETS.register_module()
-class OfflineCIFAR10(_OfflineCIFAR, CIFAR10):
-    """mmpretrain's ``CIFAR10`` with ``download=False`` always and a missing
-    dataset reported with its expected layout
-    (``{data_root}/cifar-10-batches-py/data_batch_{1..5}, test_batch,
-    batches.meta``)."""
-
-
-@DATASETS.register_module()
-class OfflineCIFAR100(_OfflineCIFAR, CIFAR100):
-    """mmpretrain's ``CIFAR100`` with ``download=False`` always and a
-    missing dataset reported with its expected layout
-    (``{data_root}/cifar-100-python/train, test, meta``)."""
 
 
 @DATASETS.register_module()

@@ -1,0 +1,15 @@
+# Swin-B version of
+#   cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py
+# (same recipe, drop-path 0.3); TLALIGN_CKPT defaults to the last checkpoint
+# of tools/train.py configs/tlalign/swin-base_16xb64_in1k_tlalign.py
+_base_ = [
+    './cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py'  # noqa: E501
+]
+
+model = dict(
+    backbone=dict(
+        arch='base',
+        drop_path_rate=0.3,
+        init_cfg=dict(
+            checkpoint='{{$TLALIGN_CKPT:work_dirs/swin-base_16xb64_in1k_tlalign/epoch_300.pth}}')),  # noqa: E501
+    neck=dict(in_channels=[128, 256, 512, 1024]))

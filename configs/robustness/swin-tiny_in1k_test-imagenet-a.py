@@ -1,0 +1,16 @@
+# Test an ImageNet Swin-T checkpoint, TL-Align's or its CutMix twin's (the
+# models are identical at test time), on ImageNet-A;
+# reports subset_accuracy/top1.
+#   tools/test.py configs/robustness/swin-tiny_in1k_test-imagenet-a.py \
+#       work_dirs/swin-tiny_16xb64_in1k_tlalign/epoch_300.pth
+# Dataset and layout: configs/_base_/datasets/imagenet-a_test.py.
+_base_ = [
+    '../tlalign/swin-tiny_16xb64_in1k_cutmix.py',
+    '../_base_/datasets/imagenet-a_test.py',
+]
+custom_imports = dict(
+    imports=['tlalign_mm', 'tlalign_mm.downstream'],
+    allow_failed_imports=False)
+
+test_dataloader = {{_base_.robust_test_dataloader}}
+test_evaluator = {{_base_.robust_test_evaluator}}

@@ -1,0 +1,11 @@
+# DeiT-Ti version of deit-small_tlalign-in1k-pre_8xb96-1000e_flowers102.py
+# (same recipe, Flowers-102); TLALIGN_CKPT defaults to the last checkpoint of
+#   tools/train.py configs/tlalign/deit-tiny_4xb256_in1k_tlalign.py
+_base_ = ['./deit-small_tlalign-in1k-pre_8xb96-1000e_flowers102.py']
+
+model = dict(
+    backbone=dict(
+        arch='deit-tiny',
+        init_cfg=dict(
+            checkpoint='{{$TLALIGN_CKPT:work_dirs/deit-tiny_4xb256_in1k_tlalign/epoch_300.pth}}')),  # noqa: E501
+    head=dict(in_channels=192))

@@ -1,0 +1,16 @@
+# Swin-B version of
+#   upernet_swin-tiny-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py
+# (mmseg's swin/swin-base-patch4-window7-in1k-pre_upernet_8xb2-160k_ade20k-512x512.py
+# recipe); TLALIGN_CKPT defaults to the last checkpoint of
+#   tools/train.py configs/tlalign/swin-base_16xb64_in1k_tlalign.py
+_base_ = [
+    './upernet_swin-tiny-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py'
+]
+
+model = dict(
+    backbone=dict(
+        arch='base',
+        init_cfg=dict(
+            checkpoint='{{$TLALIGN_CKPT:work_dirs/swin-base_16xb64_in1k_tlalign/epoch_300.pth}}')),  # noqa: E501
+    decode_head=dict(in_channels=[128, 256, 512, 1024]),
+    auxiliary_head=dict(in_channels=512))

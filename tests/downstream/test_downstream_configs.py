@@ -1,0 +1,139 @@
+"""Every downstream config loads its backbone with the strict loader from a
+TL-Align (or, in its twin, CutMix) ImageNet checkpoint of this repository;
+the twins differ only in that checkpoint; and the real-size backbone of
+each pretraining config loads strictly into the real-size backbone of each
+downstream config (the only resize being ViT's pos_embed, 14x14 -> 32x32
+patches at 512)."""
+import copy
+import glob
+import os
+import os.path as osp
+import re
+from functools import lru_cache
+
+import pytest
+from mmengine.config import Config
+from mmengine.registry import MODELS, init_default_scope
+
+import tlalign_mm.downstream  # noqa: F401
+from tlalign_mm.downstream import SCOPE, load_strict
+
+from .tiny import ROOT
+
+FAMILIES = ('upernet', 'cascade_mask_rcnn', 'transfer')
+CONFIGS = sorted(
+    p for family in FAMILIES
+    for p in glob.glob(osp.join(ROOT, 'configs', family, '*.py')))
+TLALIGN = [p for p in CONFIGS if '_tlalign-in1k-pre' in p]
+CKPT = re.compile(r'^work_dirs/(?P<pre>.+)_(?P<kind>tlalign|cutmix)/'
+                  r'epoch_300\.pth$')
+
+
+def rel(path):
+    return osp.relpath(path, ROOT)
+
+
+@lru_cache(maxsize=None)
+def _parsed(path):
+    """Parsed with the default checkpoints (TLALIGN_CKPT, CUTMIX_CKPT
+    unset while parsing)."""
+    saved = {k: os.environ.pop(k) for k in ('TLALIGN_CKPT', 'CUTMIX_CKPT')
+             if k in os.environ}
+    try:
+        return Config.fromfile(path)
+    finally:
+        os.environ.update(saved)
+
+
+def parsed(path) -> Config:
+    """Parsed once, copied per use."""
+    return copy.deepcopy(_parsed(path))
+
+
+def test_every_family_has_configs():
+    assert len(CONFIGS) == 8 + 6 + 24
+    assert len(TLALIGN) * 2 == len(CONFIGS)
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=rel)
+def test_strict_loader_from_a_pretraining_run(path):
+    cfg = parsed(path)
+    init = cfg.model.backbone.init_cfg
+    assert init.type == 'Pretrained' and init._scope_ == SCOPE
+    assert init.strict is True and init.prefix == 'backbone.'
+    assert 'tlalign_mm.downstream' in cfg.custom_imports.imports
+    match = CKPT.match(init.checkpoint)
+    assert match, init.checkpoint
+    kind = 'tlalign' if '_tlalign-in1k-pre' in path else 'cutmix'
+    assert match['kind'] == kind
+    pretrain = osp.join(ROOT, 'configs', 'tlalign',
+                        f"{match['pre']}_{kind}.py")
+    assert osp.isfile(pretrain), pretrain
+    arch = cfg.model.backbone.arch
+    assert match['pre'].split('_')[0].endswith(arch), (arch, match['pre'])
+
+
+@pytest.mark.parametrize('path', TLALIGN, ids=rel)
+def test_twin_differs_only_in_the_checkpoint(path):
+    ours = parsed(path)
+    twin = parsed(path.replace('_tlalign-in1k-pre', '_cutmix-in1k-pre'))
+    assert ours.model.backbone.init_cfg.checkpoint.replace(
+        '_tlalign/', '_cutmix/') == twin.model.backbone.init_cfg.checkpoint
+    ours.model.backbone.init_cfg.checkpoint = None
+    twin.model.backbone.init_cfg.checkpoint = None
+    drop = ('filename', 'checkpoint_file')
+    assert {k: v for k, v in ours.to_dict().items() if k not in drop} == \
+        {k: v for k, v in twin.to_dict().items() if k not in drop}
+
+
+_PRETRAINED = {}
+
+
+def pretrained_backbone(pretrain_config):
+    """The ``backbone.*`` state dict of a real-size TL-Align classifier."""
+    if pretrain_config not in _PRETRAINED:
+        init_default_scope('mmpretrain')
+        from mmpretrain.registry import MODELS as PRETRAIN_MODELS
+        model = PRETRAIN_MODELS.build(Config.fromfile(pretrain_config).model)
+        _PRETRAINED.clear()  # keep one in memory
+        _PRETRAINED[pretrain_config] = {
+            k[len('backbone.'):]: v
+            for k, v in model.state_dict().items()
+            if k.startswith('backbone.')
+        }
+    return _PRETRAINED[pretrain_config]
+
+
+# one downstream config per distinct backbone (the transfer configs of one
+# arch share theirs; cascade and upernet Swins differ in drop-path only)
+STRUCTURES = [
+    p for p in TLALIGN if 'transfer' not in p or p.endswith('_cifar10.py')
+]
+
+
+@pytest.mark.parametrize('path', sorted(STRUCTURES, key=lambda p: (
+    CKPT.match(_parsed(p).model.backbone.init_cfg.checkpoint)['pre'],
+    p)), ids=rel)
+def test_real_size_pretrained_backbone_loads_strictly(path):
+    cfg = parsed(path)
+    init = cfg.model.backbone.init_cfg
+    pre = CKPT.match(init.checkpoint)['pre']
+    state_dict = pretrained_backbone(
+        osp.join(ROOT, 'configs', 'tlalign', f'{pre}_tlalign.py'))
+    init_default_scope(cfg.default_scope)
+    backbone_cfg = cfg.model.backbone.copy()
+    backbone_cfg.pop('init_cfg')
+    backbone = MODELS.build(backbone_cfg)
+    missing, unexpected, resized = load_strict(
+        backbone, dict(state_dict), init.get('allow_missing', ()),
+        init.get('allow_unexpected', ()))
+    assert not unexpected
+    if 'swin' in pre:
+        assert sorted(missing) == [f'norm{i}.{p}' for i in range(3)
+                                   for p in ('bias', 'weight')]
+    else:
+        assert not missing
+    if 'upernet' in path and 'deit' in pre:
+        assert resized == [('pos_embed', (1, 197, 384), (1, 1025, 384))]
+    else:
+        assert not resized

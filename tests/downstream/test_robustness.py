@@ -1,0 +1,124 @@
+"""Robustness metrics (ImageNet-A/R subset accuracy, ImageNet-C mCE) and
+the robustness test configs, run in-process on tiny data."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+from mmengine.config import Config
+
+import tlalign_mm.downstream  # noqa: F401
+from tlalign_mm.downstream.datasets import (CORRUPTIONS, imagenet_synsets,
+                                            subset_synsets)
+from tlalign_mm.downstream.metrics import (ALEXNET_ERR, CorruptionError,
+                                           SubsetAccuracy, mce)
+
+from .datasets import write_class_folders, write_imagenet_c
+from .tiny import TINY_SWIN, TINY_VIT, config_path, shrink, tiny_width
+
+
+def sample(score, gt, **meta):
+    return dict(pred_score=torch.as_tensor(score, dtype=torch.float),
+                gt_label=torch.tensor([gt]), **meta)
+
+
+def test_subset_accuracy_restricts_the_prediction():
+    metric = SubsetAccuracy(topk=(1, 2), subset_indices=[3, 5, 7])
+    a = torch.zeros(10)
+    a[0], a[5], a[7] = 9., 2., 1.  # global arg-max 0 is outside the subset
+    b = torch.zeros(10)
+    b[3], b[7], b[5] = 3., 2., 1.
+    metric.process(None, [sample(a, 5), sample(b, 5)])
+    result = metric.compute_metrics(metric.results)
+    assert result == {'top1': 50.0, 'top2': 50.0}
+    metric = SubsetAccuracy()
+    metric.dataset_meta = {'subset_indices': [1, 2]}
+    metric.process(None, [sample([5., 0., 1.], 2)])
+    assert metric.compute_metrics(metric.results) == {'top1': 100.0}
+
+
+def test_mce_is_alexnet_normalised_mean():
+    rng = np.random.default_rng(0)
+    errors = {(c, s): float(rng.uniform(0.2, 0.9))
+              for c in CORRUPTIONS for s in range(1, 6)}
+    result = mce(errors)
+    by_hand = np.mean([
+        sum(errors[(c, s)] for s in range(1, 6)) /
+        (5 * ALEXNET_ERR[c]) for c in CORRUPTIONS
+    ])
+    assert result['mCE'] == pytest.approx(by_hand)
+    # AlexNet itself scores 100
+    alexnet = {(c, s): ALEXNET_ERR[c] for c in CORRUPTIONS
+               for s in range(1, 6)}
+    assert mce(alexnet)['mCE'] == pytest.approx(1.0)
+
+
+def test_corruption_error_metric():
+    metric = CorruptionError()
+    samples = []
+    for i, c in enumerate(CORRUPTIONS):
+        for s in range(1, 6):
+            # 4 images each; the first i % 5 wrong
+            for k in range(4):
+                wrong = k < i % 5
+                samples.append(sample([0., 1.] if wrong else [1., 0.], 0,
+                                      corruption=c, severity=s))
+    metric.process(None, samples)
+    out = metric.compute_metrics(metric.results)
+    errors = {(c, s): min(i % 5, 4) / 4
+              for i, c in enumerate(CORRUPTIONS) for s in range(1, 6)}
+    assert out['mCE'] == pytest.approx(100 * mce(errors)['mCE'])
+    assert out['error/fog'] == pytest.approx(100 * (9 % 5) / 4)
+    assert out['CE/fog'] == pytest.approx(100 * 1.0 / ALEXNET_ERR['fog'])
+    metric = CorruptionError()
+    metric.process(None, samples[:-4])
+    with pytest.raises(ValueError, match='jpeg_compression/5'):
+        metric.compute_metrics(metric.results)
+    with pytest.raises(KeyError, match='meta_keys'):
+        CorruptionError().process(None, [sample([1.], 0)])
+
+
+def tiny_test_runner(config, data_root, tmp_path):
+    from mmengine.runner import Runner
+    cfg = Config.fromfile(config)
+    swin = cfg.model.backbone.type == 'SwinTransformer'
+    arch = TINY_SWIN if swin else TINY_VIT
+    cfg.model.backbone.arch = dict(arch)
+    cfg.model.head.in_channels = tiny_width(arch)
+    if swin:  # 32x32 images: later stages are smaller than a window
+        cfg.model.backbone.pad_small_map = True
+    cfg = shrink(cfg, data_root, factor=7, work_dir=str(tmp_path / 'work'))
+    cfg.test_dataloader.batch_size = 16
+    cfg.load_from = None
+    cfg.train_dataloader = cfg.train_cfg = cfg.optim_wrapper = None
+    cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None
+    cfg.param_scheduler = None
+    return Runner.from_cfg(copy.deepcopy(cfg))
+
+
+def test_imagenet_c_config_reports_mce(tmp_path):
+    write_imagenet_c(str(tmp_path / 'c'), CORRUPTIONS, range(1, 6),
+                     imagenet_synsets()[:1])
+    runner = tiny_test_runner(
+        config_path('robustness', 'deit-small_in1k_test-imagenet-c.py'),
+        str(tmp_path / 'c'), tmp_path)
+    metrics = runner.test()
+    assert 0 <= metrics['imagenet_c/mCE'] and \
+        f'imagenet_c/CE/{CORRUPTIONS[0]}' in metrics
+
+
+@pytest.mark.parametrize('name,folders', [
+    ('imagenet-a', lambda: subset_synsets('imagenet_a')[:2]),
+    ('imagenet-v2', lambda: ['0', '17']),
+])
+def test_a_and_v2_configs_run(tmp_path, name, folders):
+    write_class_folders(str(tmp_path / 'd'), folders())
+    runner = tiny_test_runner(
+        config_path('robustness', f'swin-tiny_in1k_test-{name}.py')
+        if name == 'imagenet-a' else
+        config_path('robustness', f'deit-tiny_in1k_test-{name}.py'),
+        str(tmp_path / 'd'), tmp_path)
+    metrics = runner.test()
+    key = 'subset_accuracy/top1' if name == 'imagenet-a' else \
+        'accuracy/top1'
+    assert key in metrics

@@ -1,0 +1,375 @@
+"""Datasets for transfer learning and robustness evaluation.
+
+mmpretrain 1.2.0 has ``CIFAR10``/``CIFAR100``, ``Flowers102`` and
+``StanfordCars`` (the transfer configs use the latter two as they are). What
+is added here:
+
+* ``LocalCIFAR10`` / ``LocalCIFAR100``: mmpretrain's CIFAR datasets
+  (same on-disk format, the "python version" pickles), which never
+  download (mmpretrain's default is ``download=True``) and say which
+  files they expect where when they are missing. The official archives'
+  md5 sums are checked unless ``verify_md5=False``.
+* ``ImageNetA``, ``ImageNetR`` (200-class subsets in ImageNet-1k's label
+  space), ``ImageNetV2`` (folders named by class index) and ``ImageNetC``
+  (corruption / severity folders), for the robustness test configs.
+  ImageNet-1k's class order (sorted WordNet ids) and the A/R subsets come
+  from ``timm``'s bundled ImageNet info files (timm is a dependency).
+"""
+import os
+import os.path as osp
+import pickle
+from functools import lru_cache
+from importlib import resources
+from typing import Dict, List, Optional, Sequence
+
+from mmengine.fileio import get, join_path
+from mmpretrain.datasets import CIFAR10, CIFAR100, BaseDataset
+from mmpretrain.datasets.categories import IMAGENET_CATEGORIES
+from mmpretrain.datasets.utils import check_md5
+from mmpretrain.registry import DATASETS
+
+__all__ = [
+    'CORRUPTIONS', 'ImageNetA', 'ImageNetC', 'ImageNetR', 'ImageNetV2',
+    'LocalCIFAR10', 'LocalCIFAR100', 'imagenet_synsets', 'subset_synsets'
+]
+
+IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.ppm', '.bmp', '.pgm', '.tif',
+                  '.tiff', '.webp')
+
+#: The 15 ImageNet-C corruptions that mCE averages over (Hendrycks &
+#: Dietterich, ICLR 2019), in their order. The four "extra" corruptions
+#: (speckle_noise, gaussian_blur, spatter, saturate) are not part of mCE.
+CORRUPTIONS = ('gaussian_noise', 'shot_noise', 'impulse_noise',
+               'defocus_blur', 'glass_blur', 'motion_blur', 'zoom_blur',
+               'snow', 'frost', 'fog', 'brightness', 'contrast',
+               'elastic_transform', 'pixelate', 'jpeg_compression')
+
+
+# --------------------------------------------------------------------------
+# CIFAR without download
+# --------------------------------------------------------------------------
+class _LocalCIFARMixin:
+    """Replace mmpretrain's download-or-fail integrity check."""
+
+    meta: dict
+    base_folder: str
+    url: str
+    train_list: list
+    test_list: list
+
+    def _init_offline(self, download: bool, verify_md5: bool) -> None:
+        if download:
+            raise ValueError(
+                f'{type(self).__name__} never downloads (download=True was '
+                f'given). Download {self.url} yourself and extract it into '
+                'data_root.')
+        self.verify_md5 = verify_md5
+        self._verified = False
+
+    def _expected_layout(self, root: str) -> str:
+        root = root.rstrip('/') or '/'
+        files = [f for f, _ in self.train_list + self.test_list]
+        files.append(self.meta['filename'])
+        tree = '\n'.join(f'        {f}' for f in files)
+        return (f'    {root}/\n      {self.base_folder}/\n{tree}\n'
+                f'(the "python version" archive {osp.basename(self.url)} '
+                f'from {self.url}, extracted into {root})')
+
+    def _check_integrity(self) -> bool:
+        if self._verified:
+            return True
+        root = self.data_prefix['root']
+        needed = self.train_list if self.split == 'train' else self.test_list
+        entries = list(needed) + [[self.meta['filename'], self.meta['md5']]]
+        paths = [(join_path(root, self.base_folder, f), md5)
+                 for f, md5 in entries]
+        missing = [p for p, _ in paths if not osp.isfile(p)]
+        if missing:
+            raise FileNotFoundError(
+                f'{type(self).__name__} (split={self.split!r}) is missing '
+                f'{len(missing)} file(s): {", ".join(missing)}. Expected '
+                f'layout (nothing is downloaded):\n'
+                f'{self._expected_layout(root)}')
+        if self.verify_md5:
+            bad = [p for p, md5 in paths if not check_md5(p, md5)]
+            if bad:
+                raise RuntimeError(
+                    f'{type(self).__name__}: {", ".join(bad)} differ from '
+                    f'the official release (md5 of {self.url}). Re-extract '
+                    'the archive, or pass verify_md5=False to use these '
+                    'files as they are.')
+        self._verified = True
+        return True
+
+    def _load_meta(self) -> None:
+        self._check_integrity()
+        path = join_path(self.data_prefix['root'], self.base_folder,
+                         self.meta['filename'])
+        data = pickle.loads(get(path), encoding='latin1')
+        self._metainfo.setdefault('classes', data[self.meta['key']])
+
+
+@DATASETS.register_module()
+class LocalCIFAR10(_LocalCIFARMixin, CIFAR10):
+    """mmpretrain's ``CIFAR10`` that never downloads.
+
+    Expected layout (the official "python version")::
+
+        data_root/cifar-10-batches-py/
+            data_batch_1 ... data_batch_5, test_batch, batches.meta
+
+    Args:
+        data_root (str): the folder holding ``cifar-10-batches-py``.
+        split (str): ``'train'`` or ``'test'``.
+        verify_md5 (bool): check the files against the official md5 sums.
+            Defaults to True.
+        download (bool): must be False (kept for config compatibility).
+        **kwargs: as :class:`mmpretrain.datasets.CIFAR10`.
+    """
+
+    def __init__(self,
+                 data_root: str = '',
+                 split: str = 'train',
+                 verify_md5: bool = True,
+                 download: bool = False,
+                 **kwargs):
+        self._init_offline(download, verify_md5)
+        super().__init__(
+            data_root=data_root, split=split, download=False, **kwargs)
+
+
+@DATASETS.register_module()
+class LocalCIFAR100(_LocalCIFARMixin, CIFAR100):
+    """mmpretrain's ``CIFAR100`` that never downloads.
+
+    Expected layout (the official "python version")::
+
+        data_root/cifar-100-python/
+            train, test, meta
+
+    Args: as :class:`LocalCIFAR10`.
+    """
+
+    def __init__(self,
+                 data_root: str = '',
+                 split: str = 'train',
+                 verify_md5: bool = True,
+                 download: bool = False,
+                 **kwargs):
+        self._init_offline(download, verify_md5)
+        super().__init__(
+            data_root=data_root, split=split, download=False, **kwargs)
+
+
+# --------------------------------------------------------------------------
+# ImageNet label space (from timm's bundled info files)
+# --------------------------------------------------------------------------
+def _timm_info(name: str) -> List[str]:
+    text = resources.files('timm.data').joinpath('_info', name).read_text()
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@lru_cache(maxsize=None)
+def imagenet_synsets() -> tuple:
+    """ImageNet-1k's 1000 WordNet ids in class-index order (sorted)."""
+    synsets = tuple(_timm_info('imagenet_synsets.txt'))
+    assert len(synsets) == 1000 and list(synsets) == sorted(synsets)
+    return synsets
+
+
+@lru_cache(maxsize=None)
+def subset_synsets(subset: str) -> tuple:
+    """WordNet ids of ``'imagenet_a'`` or ``'imagenet_r'`` (200 each)."""
+    if subset not in ('imagenet_a', 'imagenet_r'):
+        raise ValueError(f'unknown ImageNet subset {subset!r}')
+    synsets = tuple(_timm_info(f'{subset}_synsets.txt'))
+    assert len(synsets) == 200
+    return synsets
+
+
+def _synset_index() -> Dict[str, int]:
+    return {s: i for i, s in enumerate(imagenet_synsets())}
+
+
+def _images(folder: str) -> List[str]:
+    return sorted(f for f in os.listdir(folder)
+                  if f.lower().endswith(IMG_EXTENSIONS))
+
+
+def _subdirs(folder: str) -> List[str]:
+    return sorted(d for d in os.listdir(folder)
+                  if osp.isdir(osp.join(folder, d)))
+
+
+class _FolderTestSet(BaseDataset):
+    """A test-only folder dataset in ImageNet-1k's label space."""
+
+    METAINFO = {'classes': IMAGENET_CATEGORIES}
+    LAYOUT = ''
+
+    def __init__(self,
+                 data_root: str,
+                 pipeline: Sequence = (),
+                 metainfo: Optional[dict] = None,
+                 **kwargs):
+        metainfo = dict(self._extra_metainfo(), **(metainfo or {}))
+        super().__init__(
+            ann_file='',
+            metainfo=metainfo,
+            data_root=data_root,
+            data_prefix='',
+            test_mode=True,
+            pipeline=pipeline,
+            **kwargs)
+
+    def _extra_metainfo(self) -> dict:
+        return {}
+
+    def _root(self) -> str:
+        root = self.data_root
+        if not osp.isdir(root):
+            raise FileNotFoundError(
+                f'{type(self).__name__}: no folder {root!r}. Expected '
+                f'layout:\n{self.LAYOUT.format(root=root)}')
+        return root
+
+    def _fail(self, root: str, what: str):
+        raise FileNotFoundError(
+            f'{type(self).__name__}: {what} in {root!r}. Expected layout:\n'
+            f'{self.LAYOUT.format(root=root)}')
+
+
+class _SubsetFolder(_FolderTestSet):
+    SUBSET = ''
+
+    def _extra_metainfo(self) -> dict:
+        index = _synset_index()
+        return dict(
+            subset=self.SUBSET,
+            subset_indices=sorted(index[s]
+                                  for s in subset_synsets(self.SUBSET)))
+
+    def load_data_list(self) -> List[dict]:
+        root = self._root()
+        index = _synset_index()
+        allowed = set(subset_synsets(self.SUBSET))
+        folders = _subdirs(root)
+        unknown = [d for d in folders if d not in allowed]
+        if unknown:
+            self._fail(root, f'folder(s) {unknown[:5]} are not '
+                       f'{self.SUBSET} WordNet ids')
+        data_list = [
+            dict(img_path=osp.join(root, wnid, name), gt_label=index[wnid])
+            for wnid in folders for name in _images(osp.join(root, wnid))
+        ]
+        if not data_list:
+            self._fail(root, 'no images')
+        return data_list
+
+
+@DATASETS.register_module()
+class ImageNetA(_SubsetFolder):
+    """ImageNet-A (Hendrycks et al., 2021): 7,500 natural adversarial
+    examples of 200 ImageNet classes.
+
+    Labels are ImageNet-1k class indices; ``metainfo['subset_indices']``
+    lists the 200 classes, which :class:`SubsetAccuracy` restricts the
+    1000-way prediction to (the standard protocol).
+    """
+    SUBSET = 'imagenet_a'
+    LAYOUT = ('    {root}/\n      n01498041/*.jpg\n      ...  '
+              '(200 WordNet-id folders: the extracted imagenet-a.tar)')
+
+
+@DATASETS.register_module()
+class ImageNetR(_SubsetFolder):
+    """ImageNet-R (Hendrycks et al., 2021): 30,000 renditions of 200
+    ImageNet classes. Labels and evaluation as :class:`ImageNetA`."""
+    SUBSET = 'imagenet_r'
+    LAYOUT = ('    {root}/\n      n01443537/*.jpg\n      ...  '
+              '(200 WordNet-id folders: the extracted imagenet-r.tar)')
+
+
+@DATASETS.register_module()
+class ImageNetV2(_FolderTestSet):
+    """ImageNetV2 (Recht et al., 2019), e.g. MatchedFrequency.
+
+    Its folders are named by ImageNet-1k class *index* (``0`` ... ``999``),
+    so a sorted-folder-name dataset (mmpretrain's ``CustomDataset``) would
+    mislabel it (``'10'`` sorts before ``'2'``); here the folder name is the
+    label.
+    """
+    LAYOUT = ('    {root}/\n      0/*.jpeg\n      1/*.jpeg\n      ...\n'
+              '      999/*.jpeg  (e.g. the extracted '
+              'imagenetv2-matched-frequency.tar.gz)')
+
+    def load_data_list(self) -> List[dict]:
+        root = self._root()
+        folders = _subdirs(root)
+        bad = [d for d in folders if not d.isdigit() or int(d) > 999]
+        if bad:
+            self._fail(root, f'folder(s) {bad[:5]} are not class indices')
+        data_list = [
+            dict(img_path=osp.join(root, d, name), gt_label=int(d))
+            for d in sorted(folders, key=int)
+            for name in _images(osp.join(root, d))
+        ]
+        if not data_list:
+            self._fail(root, 'no images')
+        return data_list
+
+
+@DATASETS.register_module()
+class ImageNetC(_FolderTestSet):
+    """ImageNet-C (Hendrycks & Dietterich, 2019).
+
+    Every sample carries its ``corruption`` and ``severity``; keep them in
+    the data sample with ``PackInputs(meta_keys=(..., 'corruption',
+    'severity'))`` for :class:`CorruptionError` (mCE).
+
+    Args:
+        data_root (str): the folder holding the corruption folders.
+        corruptions (Sequence[str]): defaults to the 15 of mCE.
+        severities (Sequence[int]): defaults to 1-5.
+        **kwargs: as :class:`mmpretrain.datasets.BaseDataset`.
+    """
+    LAYOUT = ('    {root}/\n      gaussian_noise/\n        1/n01440764/*.JPEG'
+              '\n        ...\n        5/...\n      shot_noise/...\n      ...'
+              '  (one folder per corruption, 1-5 per severity, the 1000 '
+              'ImageNet WordNet ids below)')
+
+    def __init__(self,
+                 data_root: str,
+                 corruptions: Sequence[str] = CORRUPTIONS,
+                 severities: Sequence[int] = (1, 2, 3, 4, 5),
+                 **kwargs):
+        self.corruptions = tuple(corruptions)
+        self.severities = tuple(int(s) for s in severities)
+        super().__init__(data_root=data_root, **kwargs)
+
+    def load_data_list(self) -> List[dict]:
+        root = self._root()
+        index = _synset_index()
+        missing = [
+            f'{c}/{s}' for c in self.corruptions for s in self.severities
+            if not osp.isdir(osp.join(root, c, str(s)))
+        ]
+        if missing:
+            self._fail(root, f'missing {len(missing)} corruption/severity '
+                       f'folder(s): {missing[:5]}')
+        data_list = []
+        for c in self.corruptions:
+            for s in self.severities:
+                folder = osp.join(root, c, str(s))
+                for wnid in _subdirs(folder):
+                    if wnid not in index:
+                        self._fail(folder, f'{wnid!r} is no ImageNet id')
+                    for name in _images(osp.join(folder, wnid)):
+                        data_list.append(
+                            dict(img_path=osp.join(folder, wnid, name),
+                                 gt_label=index[wnid], corruption=c,
+                                 severity=s))
+        if not data_list:
+            self._fail(root, 'no images')
+        return data_list
+
