@@ -640,8 +640,8 @@ def test_config_computes_a_training_loss(path):
 
 
 @pytest.mark.parametrize('base,message', [
-    ('cifar10_bs128_sl.py', 'cifar-10-batches-py/data_batch_1'),
-    ('cifar100_bs128_sl.py', 'cifar-100-python/train'),
+    ('cifar10_bs128_sl.py', r'cifar-10-batches-py/\s+data_batch_1'),
+    ('cifar100_bs128_sl.py', r'cifar-100-python/\s+train'),
     ('tiny-imagenet_bs128_sl.py', 'train/<wnid>/images'),
 ])
 def test_missing_dataset_names_the_expected_layout(base, message, tmp_path):

@@ -58,6 +58,9 @@ class AlignmentState:
         self.history: List[torch.Tensor] = [self.labels] if keep_history \
             else []
         self.keep_history = keep_history
+        # The labels of the tokens the head reads, where a tracer must catch
+        # them mid-forward (pooled pyramids read a stage's output).
+        self.output_labels: Optional[torch.Tensor] = None
         self._aligned = self._resolve(align_layers, num_layers)
 
     @staticmethod

@@ -153,3 +153,31 @@ def trace_block(attn: nn.Module, drop: Optional[nn.Module],
         handle = attn.register_forward_hook(commit)
         stack.callback(handle.remove)
         yield
+
+
+@contextmanager
+def capture_output_labels(module: nn.Module, state: AlignmentState):
+    """While active, the labels of the tokens entering ``module`` (the norm
+    of the stage whose output the head reads) become
+    ``state.output_labels``."""
+    state.output_labels = None
+
+    def before(mod, args):
+        state.output_labels = state.labels
+
+    handle = module.register_forward_pre_hook(before)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def pooled_output_labels(backbone: nn.Module, state: AlignmentState,
+                         stage: int) -> torch.Tensor:
+    """``(B, S)``: the mean over the tokens :func:`capture_output_labels`
+    caught, i.e. what global average pooling feeds the head."""
+    if state.output_labels is None:
+        raise RuntimeError(
+            f'{type(backbone).__name__} never finished stage {stage}; '
+            'TL-Align has no label for what the head classifies.')
+    return state.output_labels.mean(1)

@@ -37,7 +37,8 @@ import torch.nn as nn
 
 from tlalign_mm.core import (AlignmentState, flatten_label_map, label_map_of,
                              window_mean)
-from .base import patch_embed_labels, record_drop_path
+from .base import (capture_output_labels, patch_embed_labels,
+                   pooled_output_labels, record_drop_path)
 
 _PVT_MODULE = 'mmdet.models.backbones.pvt'
 
@@ -187,8 +188,6 @@ class PVTTracer:
     @contextmanager
     def trace(self, backbone, state: AlignmentState,
               follow_drop_path: bool = True):
-        state.pvt_output_labels = None
-
         def before_embed(module, args):
             x = args[0]
             with torch.no_grad(), torch.autocast(state.labels.device.type,
@@ -196,9 +195,6 @@ class PVTTracer:
                 state.replace(
                     patch_embed_labels(module,
                                  label_map_of(state.labels, x.shape[-2:])))
-
-        def before_norm(module, args):
-            state.pvt_output_labels = state.labels
 
         with ExitStack() as stack:
             for i, stage in enumerate(backbone.layers):
@@ -211,15 +207,9 @@ class PVTTracer:
             # layers[i][2] is the stage's norm (nn.Identity in v1): it sees
             # the tokens the stage outputs.
             norm = backbone.layers[self.output_stage(backbone)][2]
-            handle = norm.register_forward_pre_hook(before_norm)
-            stack.callback(handle.remove)
+            stack.enter_context(capture_output_labels(norm, state))
             yield
 
     def readout(self, backbone, state: AlignmentState) -> torch.Tensor:
-        labels = getattr(state, 'pvt_output_labels', None)
-        if labels is None:
-            raise RuntimeError(
-                f'{type(backbone).__name__} never finished stage '
-                f'{self.output_stage(backbone)}; TL-Align has no label for '
-                'what the head classifies.')
-        return labels.mean(1)
+        return pooled_output_labels(backbone, state,
+                                    self.output_stage(backbone))

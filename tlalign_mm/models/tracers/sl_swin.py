@@ -16,17 +16,16 @@ Locality Self-Attention in the windows (``LocalityWindowMSA``) is a
 its learned scale, the relative position bias, the shift mask and the
 ``-inf`` diagonal: SwinTracer's softmax hook reads exactly that attention.
 """
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
 from mmpretrain.models.backbones import SwinTransformer
-from mmpretrain.models.utils import ShiftWindowMSA
 
 from tlalign_mm.core import AlignmentState, label_map_of
 from ..spt_lsa.spt import ShiftedPatchTokenization, spt_token_labels
 from .base import patch_embed_labels
-from .swin import SwinTracer, trace_patch_merging, trace_window_block
+from .swin import SwinTracer
 
 
 @contextmanager
@@ -71,32 +70,7 @@ class SLSwinTracer(SwinTracer):
             return spt_token_labels(backbone.patch_embed, pixel_weights)
         return patch_embed_labels(backbone.patch_embed, pixel_weights)
 
-    @contextmanager
-    def trace(self, backbone, state: AlignmentState,
-              follow_drop_path: bool = True):
-        norm = getattr(backbone, f'norm{self.output_stage(backbone)}')
-        state.swin_output_labels = None
-
-        def before_norm(module, args):
-            state.swin_output_labels = state.labels
-
-        with ExitStack() as stack:
-            for stage in backbone.stages:
-                for block in stage.blocks:
-                    if not isinstance(block.attn, ShiftWindowMSA):
-                        raise NotImplementedError(
-                            'TL-Align traces Swin blocks with mmpretrain '
-                            'ShiftWindowMSA; this block uses '
-                            f'{type(block.attn).__name__}.')
-                    stack.enter_context(
-                        trace_window_block(block.attn, state,
-                                           follow_drop_path))
-                if isinstance(stage.downsample, ShiftedPatchTokenization):
-                    stack.enter_context(
-                        trace_spt_pooling(stage.downsample, state))
-                elif stage.downsample is not None:
-                    stack.enter_context(
-                        trace_patch_merging(stage.downsample, state))
-            handle = norm.register_forward_pre_hook(before_norm)
-            stack.callback(handle.remove)
-            yield
+    def trace_downsample(self, downsample: nn.Module, state: AlignmentState):
+        if isinstance(downsample, ShiftedPatchTokenization):
+            return trace_spt_pooling(downsample, state)
+        return super().trace_downsample(downsample, state)

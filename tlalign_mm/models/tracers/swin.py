@@ -40,7 +40,8 @@ from mmpretrain.models.backbones import SwinTransformer
 from mmpretrain.models.utils import ShiftWindowMSA, WindowMSA
 
 from tlalign_mm.core import AlignmentState, label_map_of
-from .base import patch_embed_labels, record_drop_path
+from .base import (capture_output_labels, patch_embed_labels,
+                   pooled_output_labels, record_drop_path)
 
 
 def _window_pads(hw, window_size):
@@ -299,11 +300,6 @@ class SwinTracer:
     def trace(self, backbone, state: AlignmentState,
               follow_drop_path: bool = True):
         norm = getattr(backbone, f'norm{self.output_stage(backbone)}')
-        state.swin_output_labels = None
-
-        def before_norm(module, args):
-            state.swin_output_labels = state.labels
-
         with ExitStack() as stack:
             for stage in backbone.stages:
                 for block in stage.blocks:
@@ -317,16 +313,15 @@ class SwinTracer:
                                            follow_drop_path))
                 if stage.downsample is not None:
                     stack.enter_context(
-                        trace_patch_merging(stage.downsample, state))
-            handle = norm.register_forward_pre_hook(before_norm)
-            stack.callback(handle.remove)
+                        self.trace_downsample(stage.downsample, state))
+            stack.enter_context(capture_output_labels(norm, state))
             yield
 
+    def trace_downsample(self, downsample: nn.Module, state: AlignmentState):
+        """The context that carries labels through a stage's
+        downsampling."""
+        return trace_patch_merging(downsample, state)
+
     def readout(self, backbone, state: AlignmentState) -> torch.Tensor:
-        labels = getattr(state, 'swin_output_labels', None)
-        if labels is None:
-            raise RuntimeError(
-                f'{type(backbone).__name__} never normalised the output of '
-                f'stage {self.output_stage(backbone)}; TL-Align has no label '
-                'for what the head classifies.')
-        return labels.mean(1)
+        return pooled_output_labels(backbone, state,
+                                    self.output_stage(backbone))
