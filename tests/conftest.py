@@ -1,4 +1,4 @@
-"""Test-wide isolation.
+"""Test-wide set-up: the `e2e` marker, and registry-scope isolation.
 
 An in-process mmengine ``Runner`` (the downstream tests build mmseg and mmdet
 runners) registers a ``DefaultScope`` that outlives it, and later registry
@@ -7,6 +7,13 @@ with the scopes it found.
 """
 import pytest
 from mmengine.registry import DefaultScope
+
+
+def pytest_configure(config):
+    # registered here rather than in an ini file: the top level holds only
+    # the package, configs, tools, tests, setup.py and README.md.
+    config.addinivalue_line(
+        'markers', 'e2e: end-to-end runs of real configs on tiny data (slower)')
 
 
 @pytest.fixture(autouse=True)
