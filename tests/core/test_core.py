@@ -1,4 +1,6 @@
 """The pure-torch core: window means, the residual rule, the fused trick."""
+import contextlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -93,4 +95,37 @@ def test_fused_trick_with_dropout_uses_pre_dropout_attention():
     _, AY = attention_with_labels(F.scaled_dot_product_attention, q, k, v, Y,
                                   dropout_p=0.5)
     _, A = explicit(q, k, v)
+    torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize('case', ['fp32', 'bf16', 'dropout'])
+def test_fused_trick_stays_on_the_fused_kernel(case):
+    """Every call the alignment makes is one the fused (flash) kernel takes:
+    with the explicit-attention fallback switched off, none of them raises.
+    bf16 and dropout take the second, float32 labels-only call."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 9, 16) for _ in range(3))
+    Y = torch.rand(2, 9, 3)
+    Y = Y / Y.sum(-1, keepdim=True)
+    dtype = torch.bfloat16 if case == 'bf16' else torch.float32
+    fused_only = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
+    attn_fn = F.scaled_dot_product_attention
+    if case == 'dropout':
+        # CPU flash has no dropout: leave the block's own call unrestricted
+        # and restrict the alignment's labels-only call.
+        def attn_fn(*args, dropout_p=0., **kwargs):
+            if dropout_p > 0:
+                return F.scaled_dot_product_attention(
+                    *args, dropout_p=dropout_p, **kwargs)
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                return F.scaled_dot_product_attention(*args, **kwargs)
+
+        fused_only = contextlib.nullcontext()
+    with fused_only:
+        _, AY = attention_with_labels(
+            attn_fn, q.to(dtype), k.to(dtype), v.to(dtype), Y,
+            dropout_p=0.5 if case == 'dropout' else 0.)
+    _, A = explicit(q.to(dtype).float(), k.to(dtype).float(), v)
+    assert AY.dtype == torch.float32
     torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)

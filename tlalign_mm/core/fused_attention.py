@@ -60,10 +60,15 @@ def attention_with_labels(attn_fn: Callable,
             mask = attn_mask
             if mask is not None and mask.dtype != torch.bool:
                 mask = mask.float()
+            values = _expand_heads(labels.float(), H)
+            if S < query.shape[-1]:
+                # Zero-pad the labels to the query width: the fused kernels
+                # (CPU flash, CUDA memory-efficient) want one width for q, k
+                # and v, and would otherwise fall back to explicit attention.
+                values = F.pad(values, (0, query.shape[-1] - S))
             attended = attn_fn(query.detach().float(), key.detach().float(),
-                               _expand_heads(labels.float(), H),
-                               attn_mask=mask, dropout_p=0., **kwargs)
-        return out, attended.mean(1)
+                               values, attn_mask=mask, dropout_p=0., **kwargs)
+        return out, attended[..., :S].mean(1)
 
     labels = _expand_heads(labels.detach().to(value.dtype), H)
     if attn_fn is F.scaled_dot_product_attention and 'scale' not in kwargs:
