@@ -27,7 +27,6 @@ import torch
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
-import mmdet.models  # noqa: F401  (PVT)
 import tlalign_mm  # noqa: F401
 
 MODELS_ZOO = {
@@ -54,6 +53,8 @@ MODELS_ZOO = {
 
 
 def build(model_name, mode, num_classes):
+    if model_name.startswith('pvt'):
+        import mmdet.models  # noqa: F401  (registers PVT; needs mmcv's ops)
     spec = copy.deepcopy(MODELS_ZOO[model_name])
     head = dict(spec.pop('head'), num_classes=num_classes,
                 loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1,
@@ -111,6 +112,7 @@ def step(model, optim, data, mode, device, bf16, num_classes):
     ctx = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     total, hooks = saved_bytes()
     if device.type == 'cuda':
+        torch.cuda.synchronize()  # the mixing queued above is not timed
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     with ctx, hooks:
