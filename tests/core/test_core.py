@@ -9,23 +9,32 @@ from tlalign_mm.core import (AlignmentState, attention_with_labels,
                              residual_align, window_mean)
 
 
-def test_window_mean_matches_a_loop_and_ignores_padding():
+# (kernel, stride, padding, dilation): the first two take the sum-pooling
+# path, the others (padding over half the kernel, dilation) the convolution.
+GEOMETRIES = [(3, 2, 1, 1), (4, 4, 0, 1), (3, 2, 2, 1), (3, 1, 1, 2)]
+
+
+@pytest.mark.parametrize('k,s,p,d', GEOMETRIES)
+def test_window_mean_matches_a_loop_and_ignores_padding(k, s, p, d):
     torch.manual_seed(0)
     x = torch.rand(2, 3, 9, 11)
-    out = window_mean(x, kernel_size=3, stride=2, padding=1,
+    out = window_mean(x, kernel_size=k, stride=s, padding=p, dilation=d,
                       pre_pad=(0, 1, 0, 1))
-    # brute force: pad with NaN-free bookkeeping of real positions
+    # brute force: pad, and keep a map of the real positions
     padded = F.pad(x, (0, 1, 0, 1))
     valid = F.pad(torch.ones(1, 1, 9, 11), (0, 1, 0, 1))
-    padded, valid = F.pad(padded, (1, 1, 1, 1)), F.pad(valid, (1, 1, 1, 1))
-    h = (padded.shape[2] - 3) // 2 + 1
-    w = (padded.shape[3] - 3) // 2 + 1
+    padded, valid = F.pad(padded, (p, ) * 4), F.pad(valid, (p, ) * 4)
+    span = d * (k - 1) + 1
+    h = (padded.shape[2] - span) // s + 1
+    w = (padded.shape[3] - span) // s + 1
     ref = torch.zeros(2, 3, h, w)
     for i in range(h):
         for j in range(w):
-            win = padded[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3]
-            cnt = valid[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum()
-            ref[:, :, i, j] = win.sum((2, 3)) / cnt
+            rows = slice(s * i, s * i + span, d)
+            cols = slice(s * j, s * j + span, d)
+            ref[:, :, i, j] = (padded[:, :, rows, cols].sum((2, 3)) /
+                               valid[:, :, rows, cols].sum())
+    assert out.shape == ref.shape
     torch.testing.assert_close(out, ref)
 
 

@@ -51,10 +51,19 @@ def window_mean(label_map: torch.Tensor,
     if pre_pad is not None and any(pre_pad):
         x = F.pad(x, list(pre_pad))
         valid = F.pad(valid, list(pre_pad))
-    ones = label_map.new_ones(1, 1, *kernel_size)
-    conv = dict(stride=stride, padding=padding, dilation=dilation)
-    mass = F.conv2d(x, ones, **conv)
-    count = F.conv2d(valid, ones, **conv)
+    if dilation == (1, 1) and all(p <= k // 2
+                                  for p, k in zip(padding, kernel_size)):
+        # Sum pooling: a memory-bound pass, where a ones-kernel convolution
+        # costs a full fp32 convolution of the label map (slow on GPUs).
+        pool = dict(kernel_size=kernel_size, stride=stride, padding=padding,
+                    count_include_pad=True, divisor_override=1)
+        mass = F.avg_pool2d(x, **pool)
+        count = F.avg_pool2d(valid, **pool)
+    else:  # geometry pooling cannot express
+        ones = label_map.new_ones(1, 1, *kernel_size)
+        conv = dict(stride=stride, padding=padding, dilation=dilation)
+        mass = F.conv2d(x, ones, **conv)
+        count = F.conv2d(valid, ones, **conv)
     if (count <= 0).any():
         raise ValueError(
             'A token window covers only padding, so it has no label. The '
