@@ -86,9 +86,16 @@ def test_deit_small_224_matches_dense_reference(device):
     assert err <= 1e-5
 
 
-def test_bf16_training_step_stays_fused_and_fp32_exact(device):
+def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     """bf16 tokens in the fused kernel, float32 labels in a second fused
-    call: the loss is finite and the labels are distributions to 1e-6."""
+    pass (CPU: a flash call; CUDA: the Triton kernel): the loss is finite
+    and the labels are distributions to 1e-6."""
+    calls = []
+    if device == 'cuda':
+        from tlalign_mm.core import triton_labels
+        kernel = triton_labels.mean_head_labels
+        monkeypatch.setattr(triton_labels, 'mean_head_labels',
+                            lambda *a: calls.append(1) or kernel(*a))
     torch.manual_seed(0)
     model = MODELS.build(model_cfg(drop_path_rate=0.1)).to(device)
     model.init_weights()
@@ -105,6 +112,8 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device):
             keep_history=True)
     losses['loss'].backward()
     assert torch.isfinite(losses['loss'])
+    if device == 'cuda':  # 2 layers, the loss's forward and ours
+        assert len(calls) >= 2
     for labels in traced.history:
         assert labels.dtype == torch.float32
         assert (labels >= 0).all()
@@ -124,3 +133,28 @@ def test_swin_matches_dense_reference(device):
     err = (labels - ref).abs().max().item()
     print(f'Swin: max |{device} - dense| = {err:.2e}')
     assert err <= 1e-5
+
+
+@pytest.mark.parametrize('device', [CUDA])
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16,
+                                   torch.float32])
+def test_triton_labels_kernel_on_gpu(device, dtype):
+    """The kernel from low-precision q, k: float32-exact labels of the
+    attention of those q, k, and the same as the float32 SDPA call."""
+    from tlalign_mm.core.triton_labels import mean_head_labels
+    torch.manual_seed(0)
+    B, H, N, d, S = 16, 6, 197, 64, 3
+    q = (torch.randn(B, H, N, d, device=device) * 2).to(dtype)
+    k = (torch.randn(B, H, N, d, device=device) * 2).to(dtype)
+    Y = torch.rand(B, N, S, device=device)**4
+    Y = Y / Y.sum(-1, keepdim=True)
+    out = mean_head_labels(q, k, Y, d**-0.5)
+    A = torch.softmax(q.double() @ k.double().transpose(-2, -1) * d**-0.5,
+                      -1).mean(1)
+    err = (out.double() - A @ Y.double()).abs().max().item()
+    print(f'Triton labels {dtype}: max |kernel - float64| = {err:.2e}')
+    assert err < 1e-6
+    v = torch.nn.functional.pad(Y[:, None].expand(B, H, N, S), (0, d - S))
+    sdpa = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v)[..., :S].mean(1)
+    assert (out - sdpa).abs().max() < 1e-6

@@ -4,6 +4,10 @@ Labels ride along as extra value channels: with ``v' = [v | Y]`` the fused
 kernel returns ``[A v | A Y]`` per head, and ``Ā Y`` is the mean of the last
 ``S`` channels over heads. The attention matrix is never materialised unless
 the attention function itself does so.
+
+With bf16/fp16 tokens or attention dropout the labels take a second,
+float32, dropout-free pass: on a GPU the Triton kernel of
+:mod:`.triton_labels`, elsewhere a float32 attention call.
 """
 from typing import Callable, Tuple
 
@@ -13,6 +17,12 @@ import torch.nn.functional as F
 # Pad the value width to a multiple of this so CPU/GPU fused kernels keep a
 # fast path: the kernels want q, k and v of one width, and widths of 8k.
 _ALIGN = 8
+
+
+def _triton_labels():
+    # Imported on first use on a GPU: CPU runs never load Triton.
+    from . import triton_labels
+    return triton_labels
 
 
 def _expand_heads(labels: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -54,6 +64,15 @@ def attention_with_labels(attn_fn: Callable,
         # second, dropout-free float32 call with the labels as values.
         out = attn_fn(query, key, value, attn_mask=attn_mask,
                       dropout_p=dropout_p, **kwargs)
+        if (query.is_cuda and attn_fn is F.scaled_dot_product_attention
+                and attn_mask is None and set(kwargs) <= {'scale'}
+                and _triton_labels().available(query)):
+            # On a GPU: one fused pass from the low-precision q, k (exact
+            # float32 logits), instead of a float32 attention call.
+            triton_labels = _triton_labels()
+            scale = kwargs.get('scale') or query.shape[-1]**-0.5
+            return out, triton_labels.mean_head_labels(
+                query.detach(), key.detach(), labels.detach(), scale)
         # Autocast would send the float32 call back to bf16: switch it off.
         with torch.no_grad(), torch.autocast(query.device.type,
                                              enabled=False):
