@@ -18,6 +18,7 @@ part of the peak that TL-Align could change).
         --batch-size 128 --bf16
 """
 import argparse
+import contextlib
 import copy
 import statistics
 import time
@@ -38,6 +39,10 @@ MODELS_ZOO = {
         backbone=dict(type='VisionTransformer', arch='deit-tiny',
                       img_size=224, patch_size=16, drop_path_rate=0.1),
         head=dict(type='VisionTransformerClsHead', in_channels=192)),
+    'deit-base': dict(
+        backbone=dict(type='VisionTransformer', arch='deit-base',
+                      img_size=224, patch_size=16, drop_path_rate=0.1),
+        head=dict(type='VisionTransformerClsHead', in_channels=768)),
     'swin-tiny': dict(
         backbone=dict(type='SwinTransformer', arch='tiny', img_size=224,
                       drop_path_rate=0.2),
@@ -112,6 +117,7 @@ def step(model, optim, data, mode, device, bf16, num_classes):
     ctx = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     total, hooks = saved_bytes()
     if device.type == 'cuda':
+        hooks = contextlib.nullcontext()  # CUDA reports its own peak
         torch.cuda.synchronize()  # the mixing queued above is not timed
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
@@ -147,6 +153,9 @@ def main():
     parser.add_argument('--reps', type=int, default=6)
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--bf16', action='store_true')
+    parser.add_argument('--profile', action='store_true',
+                        help='also print each setting\'s top operators '
+                        '(torch.profiler, two steps)')
     args = parser.parse_args()
     device = torch.device(args.device)
     modes = args.modes.split(',')
@@ -195,6 +204,20 @@ def main():
         t = statistics.median(times[mode])
         print(f'{mode:10s} {t:8.3f} {t / ref_t:9.3f} '
               f'{mems[mode] / 2**20:24.1f} {mems[mode] / ref_m:9.3f}')
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU] + (
+            [ProfilerActivity.CUDA] if device.type == 'cuda' else [])
+        sort = 'self_cuda_time_total' if device.type == 'cuda' \
+            else 'self_cpu_time_total'
+        for mode in modes:
+            with profile(activities=activities) as prof:
+                for _ in range(2):
+                    step(models[mode], optims[mode], data, mode, device,
+                         args.bf16, args.num_classes)
+            print(f'\n== {mode}: top operators over two steps ==')
+            print(prof.key_averages().table(sort_by=sort, row_limit=18,
+                                            max_name_column_width=48))
 
 
 if __name__ == '__main__':
