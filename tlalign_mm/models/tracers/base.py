@@ -172,6 +172,17 @@ def capture_output_labels(module: nn.Module, state: AlignmentState):
         handle.remove()
 
 
+def last_output_stage(num_stages: int, out_indices) -> int:
+    """The stage whose output is the last of a pyramid's output tuple (the
+    one a pooled head reads)."""
+    stages = [i for i in range(num_stages) if i in out_indices]
+    if not stages:
+        raise ValueError(
+            f'TL-Align needs the label of what the head classifies, but '
+            f'out_indices={out_indices} outputs no stage.')
+    return stages[-1]
+
+
 def pooled_output_labels(backbone: nn.Module, state: AlignmentState,
                          stage: int) -> torch.Tensor:
     """``(B, S)``: the mean over the tokens :func:`capture_output_labels`

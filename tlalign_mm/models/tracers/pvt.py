@@ -37,8 +37,8 @@ import torch.nn as nn
 
 from tlalign_mm.core import (AlignmentState, flatten_label_map, label_map_of,
                              window_mean)
-from .base import (capture_output_labels, patch_embed_labels,
-                   pooled_output_labels, record_drop_path)
+from .base import (capture_output_labels, last_output_stage,
+                   patch_embed_labels, pooled_output_labels, record_drop_path)
 
 _PVT_MODULE = 'mmdet.models.backbones.pvt'
 
@@ -176,14 +176,7 @@ class PVTTracer:
 
     @staticmethod
     def output_stage(backbone) -> int:
-        stages = [
-            i for i in range(len(backbone.layers)) if i in backbone.out_indices
-        ]
-        if not stages:
-            raise ValueError(
-                f'TL-Align needs the label of what the head classifies, but '
-                f'out_indices={backbone.out_indices} outputs no stage.')
-        return stages[-1]
+        return last_output_stage(len(backbone.layers), backbone.out_indices)
 
     @contextmanager
     def trace(self, backbone, state: AlignmentState,

@@ -40,8 +40,8 @@ from mmpretrain.models.backbones import SwinTransformer
 from mmpretrain.models.utils import ShiftWindowMSA, WindowMSA
 
 from tlalign_mm.core import AlignmentState, label_map_of
-from .base import (capture_output_labels, patch_embed_labels,
-                   pooled_output_labels, record_drop_path)
+from .base import (capture_output_labels, last_output_stage,
+                   patch_embed_labels, pooled_output_labels, record_drop_path)
 
 
 def _window_pads(hw, window_size):
@@ -286,15 +286,7 @@ class SwinTracer:
     @staticmethod
     def output_stage(backbone) -> int:
         """The stage whose output is the last of the forward's tuple."""
-        stages = [
-            i for i in range(len(backbone.stages))
-            if i in backbone.out_indices
-        ]
-        if not stages:
-            raise ValueError(
-                f'TL-Align needs the label of what the head classifies, but '
-                f'out_indices={backbone.out_indices} outputs no stage.')
-        return stages[-1]
+        return last_output_stage(len(backbone.stages), backbone.out_indices)
 
     @contextmanager
     def trace(self, backbone, state: AlignmentState,
