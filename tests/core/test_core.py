@@ -118,19 +118,20 @@ def test_fused_trick_stays_on_the_fused_kernel(case):
     Y = torch.rand(2, 9, 3)
     Y = Y / Y.sum(-1, keepdim=True)
     dtype = torch.bfloat16 if case == 'bf16' else torch.float32
-    fused_only = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
-    attn_fn = F.scaled_dot_product_attention
-    if case == 'dropout':
-        # CPU flash has no dropout: leave the block's own call unrestricted
-        # and restrict the alignment's labels-only call.
-        def attn_fn(*args, dropout_p=0., **kwargs):
-            if dropout_p > 0:
-                return F.scaled_dot_product_attention(
-                    *args, dropout_p=dropout_p, **kwargs)
-            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-                return F.scaled_dot_product_attention(*args, **kwargs)
+    def labels_call_fused_only(*args, dropout_p=0., **kwargs):
+        # CPU flash has no dropout: leave the block's own (dropout) call
+        # unrestricted and restrict the alignment's labels-only call.
+        if dropout_p > 0:
+            return F.scaled_dot_product_attention(
+                *args, dropout_p=dropout_p, **kwargs)
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            return F.scaled_dot_product_attention(*args, **kwargs)
 
-        fused_only = contextlib.nullcontext()
+    if case == 'dropout':
+        attn_fn, fused_only = labels_call_fused_only, contextlib.nullcontext()
+    else:
+        attn_fn = F.scaled_dot_product_attention
+        fused_only = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
     with fused_only:
         _, AY = attention_with_labels(
             attn_fn, q.to(dtype), k.to(dtype), v.to(dtype), Y,

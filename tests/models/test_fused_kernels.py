@@ -21,10 +21,10 @@ from tlalign_mm import align_labels
 from tlalign_mm.models import traced_forward
 from .dense_reference import dense_vit_labels
 from .dense_reference_swin import dense_swin_labels
+from .mixes import random_mix
 from .test_swin_alignment import build_swin
-from .test_swin_alignment import random_mix as swin_mix
 from .test_tlalign_classifier import fake_batch, model_cfg
-from .test_vit_alignment import build_vit, random_mix
+from .test_vit_alignment import build_vit
 
 FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
 CUDA = pytest.param('cuda', marks=pytest.mark.skipif(
@@ -125,7 +125,7 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
 @pytest.mark.parametrize('device', [CUDA])  # on CPU: test_swin_alignment
 def test_swin_matches_dense_reference(device):
     swin = build_swin()
-    images, pw, targets = swin_mix(2, 3, 70, 70)
+    images, pw, targets = random_mix(2, 3, 70, 70)
     ref, _, _ = dense_swin_labels(swin, images, pw, targets, patch=4)
     traced = traced_forward(copy.deepcopy(swin).to(device), images.to(device),
                             pw.to(device))

@@ -7,6 +7,7 @@ from mmpretrain.registry import MODELS
 from tlalign_mm.models import traced_forward
 from tlalign_mm.models.tracers import PVTTracer, get_tracer
 from .dense_reference_pvt import dense_pvt_labels
+from .mixes import random_mix
 
 # Head dims 8; 64x64 input: 16, 8, 4, 2 tokens a side (v2).
 ARCH = dict(embed_dims=8, num_layers=[2, 1, 1, 1], num_heads=[1, 2, 2, 4],
@@ -32,24 +33,6 @@ def build_pvt(version=2, sharpen=4.0, seed=0, **kwargs):
                     block.pos_embed.normal_(0, 0.5)
     pvt.eval()
     return pvt
-
-
-def random_mix(B, S, H, W, seed=1, box=None):
-    g = torch.Generator().manual_seed(seed)
-    if box is None:
-        pw = torch.rand(B, S, -(-H // 3), -(-W // 3), generator=g).pow(4)
-        pw = pw.repeat_interleave(3, 2).repeat_interleave(3, 3)[..., :H, :W]
-        pw = pw / pw.sum(1, keepdim=True)
-    else:  # a CutMix box (y1, y2, x1, x2) from source 1
-        y1, y2, x1, x2 = box
-        pw = torch.zeros(B, 2, H, W)
-        pw[:, 0] = 1
-        pw[:, 0, y1:y2, x1:x2] = 0
-        pw[:, 1] = 1 - pw[:, 0]
-    targets = torch.rand(B, S, 10, generator=g)
-    targets = targets / targets.sum(-1, keepdim=True)
-    images = torch.randn(B, 3, H, W, generator=g)
-    return images, pw, targets
 
 
 CASES = [

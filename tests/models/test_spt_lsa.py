@@ -27,6 +27,7 @@ from .dense_reference_spt_lsa import (brute_force_spt_labels,
                                       dense_sl_swin_labels,
                                       dense_sl_vit_labels, patch_mean_labels,
                                       pixel_labels)
+from .mixes import history_in_classes, in_classes, random_mix
 
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -85,35 +86,6 @@ def build_swin(seed=0, **kwargs):
     randomise(swin, seed)
     swin.eval()
     return swin
-
-
-def random_mix(B, S, H, W, seed=1, box=None):
-    g = torch.Generator().manual_seed(seed)
-    if box is None:
-        # 3x3 pixel blocks, so patches and shifted windows hold uneven shares.
-        pw = torch.rand(B, S, -(-H // 3), -(-W // 3), generator=g).pow(4)
-        pw = pw.repeat_interleave(3, 2).repeat_interleave(3, 3)[..., :H, :W]
-        pw = pw / pw.sum(1, keepdim=True)
-    else:
-        y1, y2, x1, x2 = box
-        pw = torch.zeros(B, 2, H, W)
-        pw[:, 0] = 1
-        pw[:, 0, y1:y2, x1:x2] = 0
-        pw[:, 1] = 1 - pw[:, 0]
-    targets = torch.rand(B, S, 10, generator=g)
-    targets = targets / targets.sum(-1, keepdim=True)
-    images = torch.randn(B, 3, H, W, generator=g)
-    return images, pw, targets
-
-
-def in_classes(weights, targets):
-    """(B, S) or (B, N, S) source weights -> class space."""
-    spec = 'bs,bsc->bc' if weights.dim() == 2 else 'bns,bsc->bnc'
-    return torch.einsum(spec, weights.double(), targets.double())
-
-
-def history_in_classes(history, targets):
-    return [in_classes(h, targets) for h in history]
 
 
 def source_space(B, S):

@@ -9,6 +9,7 @@ from tlalign_mm.models import traced_forward
 from tlalign_mm.models.tracers import SwinTracer, get_tracer
 from .dense_reference_swin import (dense_swin_labels, merge_by_hand,
                                    pixel_label_patches)
+from .mixes import history_in_classes, random_mix
 
 # Patch 4, window 7 (the defaults).
 ARCH2 = dict(embed_dims=16, depths=[2, 2], num_heads=[2, 4])
@@ -30,34 +31,6 @@ def build_swin(arch=ARCH2, sharpen=4.0, seed=0, **kwargs):
                 w_msa.qkv.weight[:2 * w_msa.embed_dims] *= sharpen
     swin.eval()
     return swin
-
-
-def random_mix(B, S, H, W, seed=1, box=None):
-    g = torch.Generator().manual_seed(seed)
-    if box is None:
-        # Blocks of 3x3 pixels, so patches (4x4) hold uneven shares.
-        pw = torch.rand(B, S, -(-H // 3), -(-W // 3), generator=g).pow(4)
-        pw = pw.repeat_interleave(3, 2).repeat_interleave(3, 3)[..., :H, :W]
-        pw = pw / pw.sum(1, keepdim=True)
-    else:  # a CutMix box (y1, y2, x1, x2) from source 1
-        y1, y2, x1, x2 = box
-        pw = torch.zeros(B, 2, H, W)
-        pw[:, 0] = 1
-        pw[:, 0, y1:y2, x1:x2] = 0
-        pw[:, 1] = 1 - pw[:, 0]
-    targets = torch.rand(B, S, 10, generator=g)
-    targets = targets / targets.sum(-1, keepdim=True)
-    images = torch.randn(B, 3, H, W, generator=g)
-    return images, pw, targets
-
-
-def to_classes(weights, targets):
-    return torch.einsum('...s,bsc->...c', weights.double(), targets.double())
-
-
-def history_in_classes(history, targets):
-    return [torch.einsum('bns,bsc->bnc', h.double(), targets.double())
-            for h in history]
 
 
 CASES = [

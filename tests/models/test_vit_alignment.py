@@ -8,6 +8,7 @@ import tlalign_mm
 from tlalign_mm import align_labels
 from tlalign_mm.models import traced_forward
 from .dense_reference import dense_vit_labels
+from .mixes import random_mix
 
 ARCH = dict(embed_dims=48, num_layers=3, num_heads=3, feedforward_channels=96)
 
@@ -27,25 +28,6 @@ def build_vit(type='VisionTransformer', sharpen=4.0, seed=0, **kwargs):
             layer.attn.qkv.weight[:2 * 48] *= sharpen
     vit.eval()
     return vit
-
-
-def random_mix(B, S, H, W, seed=1, box=None):
-    g = torch.Generator().manual_seed(seed)
-    if box is None:
-        # Blocks of 3x3 pixels, so patches (8x8) hold uneven shares.
-        pw = torch.rand(B, S, -(-H // 3), -(-W // 3), generator=g).pow(4)
-        pw = pw.repeat_interleave(3, 2).repeat_interleave(3, 3)[..., :H, :W]
-        pw = pw / pw.sum(1, keepdim=True)
-    else:  # a CutMix box (y1, y2, x1, x2) from source 1
-        y1, y2, x1, x2 = box
-        pw = torch.zeros(B, 2, H, W)
-        pw[:, 0] = 1
-        pw[:, 0, y1:y2, x1:x2] = 0
-        pw[:, 1] = 1 - pw[:, 0]
-    targets = torch.rand(B, S, 10, generator=g)
-    targets = targets / targets.sum(-1, keepdim=True)
-    images = torch.randn(B, 3, H, W, generator=g)
-    return images, pw, targets
 
 
 CASES = [
