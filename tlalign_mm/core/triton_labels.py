@@ -28,9 +28,14 @@ except ImportError:  # pragma: no cover - CPU-only installs without Triton
 
 
 def available(query: torch.Tensor) -> bool:
-    """Whether the kernel can run for this query tensor."""
-    return (triton is not None and query.is_cuda
-            and query.shape[-1] <= 256)
+    """Whether the kernel can run for this query tensor: a CUDA tensor, a
+    head width of at most 256, and for bf16 a GPU with bf16 tensor cores
+    (compute capability 8.0, Ampere, or newer)."""
+    if triton is None or not query.is_cuda or query.shape[-1] > 256:
+        return False
+    if query.dtype == torch.bfloat16:
+        return torch.cuda.get_device_capability(query.device) >= (8, 0)
+    return True
 
 
 if triton is not None:
