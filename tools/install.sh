@@ -78,7 +78,7 @@ try_wheel() {  # $1: a wheel file; installs it and keeps it only if mmcv.ops imp
 }
 
 build_mmcv() {
-  log "building mmcv 2.1.0 with ops from source (about 10 minutes on 2 cores)"
+  log "building mmcv 2.1.0 with ops from source (about an hour of CPU time: 30-40 minutes on 2 cores)"
   local work; work="$(mktemp -d)"
   "$PY" -m pip download --disable-pip-version-check -q --no-deps --no-binary :all: \
       --no-build-isolation \
