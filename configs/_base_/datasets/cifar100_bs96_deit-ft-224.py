@@ -1,70 +1,12 @@
-# CIFAR-100 (50,000 train / 10,000 test images, 32x32)
-# fine-tuned at 224x224 with DeiT's transfer recipe:
-# DeiT's ImageNet augmentations without random erasing (RandomResizedCrop
-# 224, flip, RandAugment rand-m9-mstd0.5-inc1; Mixup/CutMix are in the
-# model's train_cfg), ImageNet normalisation, 8 GPUs x 96 images; evaluation
-# resizes the short edge to 256 and centre-crops 224, as DeiT does.
+# CIFAR-100 (50,000 train / 10,000 test images, 32x32), fine-tuned at
+# 224x224 exactly as CIFAR-10 (cifar10_bs96_deit-ft-224.py).
 # Layout:
 # data/cifar100/cifar-100-python/{train, test, meta}
 # (the official "python version" archive, extracted; never downloaded)
+_base_ = ['./cifar10_bs96_deit-ft-224.py']
 dataset_type = 'LocalCIFAR100'
-data_preprocessor = dict(
-    num_classes=100,
-    mean=[123.675, 116.28, 103.53],
-    std=[58.395, 57.12, 57.375],
-    to_rgb=False  # CIFAR arrays are already RGB,
-)
-pad_mean = data_preprocessor['mean']  # CIFAR arrays are RGB
-
-train_pipeline = [
-    dict(
-        type='RandomResizedCrop',
-        scale=224,
-        backend='pillow',
-        interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(
-        type='RandAugment',
-        policies='timm_increasing',
-        num_policies=2,
-        total_level=10,
-        magnitude_level=9,
-        magnitude_std=0.5,
-        hparams=dict(pad_val=[round(x) for x in pad_mean],
-                     interpolation='bicubic')),
-    dict(type='PackInputs'),
-]
-test_pipeline = [
-    dict(
-        type='ResizeEdge',
-        scale=256,
-        edge='short',
-        backend='pillow',
-        interpolation='bicubic'),
-    dict(type='CenterCrop', crop_size=224),
-    dict(type='PackInputs'),
-]
-
+data_preprocessor = dict(num_classes=100)
 train_dataloader = dict(
-    batch_size=96,
-    num_workers=8,
-    dataset=dict(
-        type=dataset_type,
-        data_root='data/cifar100',
-        split='train',
-        pipeline=train_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True),
-)
-val_dataloader = dict(
-    batch_size=96,
-    num_workers=8,
-    dataset=dict(
-        type=dataset_type,
-        data_root='data/cifar100',
-        split='test',
-        pipeline=test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=False),
-)
-val_evaluator = dict(type='Accuracy', topk=(1, 5))
+    dataset=dict(type=dataset_type, data_root='data/cifar100'))
+val_dataloader = dict(dataset=dict(type=dataset_type, data_root='data/cifar100'))
 test_dataloader = val_dataloader
-test_evaluator = val_evaluator

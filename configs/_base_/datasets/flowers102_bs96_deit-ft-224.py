@@ -1,73 +1,14 @@
-# Oxford Flowers-102 (train+val 2,040 / test 6,149 images)
-# fine-tuned at 224x224 with DeiT's transfer recipe:
-# DeiT's ImageNet augmentations without random erasing (RandomResizedCrop
-# 224, flip, RandAugment rand-m9-mstd0.5-inc1; Mixup/CutMix are in the
-# model's train_cfg), ImageNet normalisation, 8 GPUs x 96 images; evaluation
-# resizes the short edge to 256 and centre-crops 224, as DeiT does.
+# Oxford Flowers-102 (train+val 2,040 / test 6,149 images), fine-tuned at
+# 224x224 with DeiT's transfer recipe (deit-ft-224_image-files.py).
 # Layout:
 # data/flowers102/{jpg/image_00001.jpg..., imagelabels.mat, setid.mat}
 # (mmpretrain's Flowers102: the official 102flowers.tgz + the two .mat files)
+_base_ = ['./deit-ft-224_image-files.py']
 dataset_type = 'Flowers102'
-data_preprocessor = dict(
-    num_classes=102,
-    mean=[123.675, 116.28, 103.53],
-    std=[58.395, 57.12, 57.375],
-    to_rgb=True,
-)
-bgr_mean = data_preprocessor['mean'][::-1]  # images load as BGR
-pad_mean = bgr_mean
-
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=224,
-        backend='pillow',
-        interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(
-        type='RandAugment',
-        policies='timm_increasing',
-        num_policies=2,
-        total_level=10,
-        magnitude_level=9,
-        magnitude_std=0.5,
-        hparams=dict(pad_val=[round(x) for x in pad_mean],
-                     interpolation='bicubic')),
-    dict(type='PackInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='ResizeEdge',
-        scale=256,
-        edge='short',
-        backend='pillow',
-        interpolation='bicubic'),
-    dict(type='CenterCrop', crop_size=224),
-    dict(type='PackInputs'),
-]
-
+data_preprocessor = dict(num_classes=102)
 train_dataloader = dict(
-    batch_size=96,
-    num_workers=8,
     dataset=dict(
-        type=dataset_type,
-        data_root='data/flowers102',
-        split='trainval',
-        pipeline=train_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True),
-)
+        type=dataset_type, data_root='data/flowers102', split='trainval'))
 val_dataloader = dict(
-    batch_size=96,
-    num_workers=8,
-    dataset=dict(
-        type=dataset_type,
-        data_root='data/flowers102',
-        split='test',
-        pipeline=test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=False),
-)
-val_evaluator = dict(type='Accuracy', topk=(1, 5))
+    dataset=dict(type=dataset_type, data_root='data/flowers102', split='test'))
 test_dataloader = val_dataloader
-test_evaluator = val_evaluator
