@@ -2,31 +2,10 @@
 # of the 1000 classes; top-1/top-5. Folders are class indices.
 # Layout:
 # data/imagenetv2-matched-frequency-format-val/{0..999}/*.jpeg
-# For test configs of ImageNet classifiers (configs/robustness): they take
-# robust_test_dataloader / robust_test_evaluator from here. The names are
-# prefixed so that this file can sit beside a full ImageNet config in
-# `_base_` (mmengine refuses keys defined by two bases). The test pipeline is
-# the ImageNet one of the DeiT and Swin recipes (short edge 256, bicubic,
-# centre crop 224).
-robust_test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='ResizeEdge',
-        scale=256,
-        edge='short',
-        backend='pillow',
-        interpolation='bicubic'),
-    dict(type='CenterCrop', crop_size=224),
-    dict(type='PackInputs'),
-]
+# Test set-up (pipeline, loader): imagenet-robust_test-224.py.
+_base_ = ['./imagenet-robust_test-224.py']
 robust_test_dataloader = dict(
-    _delete_=True,
-    batch_size=64,
-    num_workers=5,
     dataset=dict(
         type='ImageNetV2',
-        data_root='data/imagenetv2-matched-frequency-format-val',
-        pipeline=robust_test_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=False),
-)
+        data_root='data/imagenetv2-matched-frequency-format-val'))
 robust_test_evaluator = dict(_delete_=True, type='Accuracy', topk=(1, 5))
