@@ -57,7 +57,12 @@ class _LocalCIFARMixin:
     train_list: list
     test_list: list
 
-    def _init_offline(self, download: bool, verify_md5: bool) -> None:
+    def __init__(self,
+                 data_root: str = '',
+                 split: str = 'train',
+                 verify_md5: bool = True,
+                 download: bool = False,
+                 **kwargs):
         if download:
             raise ValueError(
                 f'{type(self).__name__} never downloads (download=True was '
@@ -65,6 +70,9 @@ class _LocalCIFARMixin:
                 'data_root.')
         self.verify_md5 = verify_md5
         self._verified = False
+        # the next class in the MRO: mmpretrain's CIFAR10 / CIFAR100
+        super().__init__(
+            data_root=data_root, split=split, download=False, **kwargs)
 
     def _expected_layout(self, root: str) -> str:
         root = root.rstrip('/') or '/'
@@ -127,16 +135,6 @@ class LocalCIFAR10(_LocalCIFARMixin, CIFAR10):
         **kwargs: as :class:`mmpretrain.datasets.CIFAR10`.
     """
 
-    def __init__(self,
-                 data_root: str = '',
-                 split: str = 'train',
-                 verify_md5: bool = True,
-                 download: bool = False,
-                 **kwargs):
-        self._init_offline(download, verify_md5)
-        super().__init__(
-            data_root=data_root, split=split, download=False, **kwargs)
-
 
 @DATASETS.register_module()
 class LocalCIFAR100(_LocalCIFARMixin, CIFAR100):
@@ -149,16 +147,6 @@ class LocalCIFAR100(_LocalCIFARMixin, CIFAR100):
 
     Args: as :class:`LocalCIFAR10`.
     """
-
-    def __init__(self,
-                 data_root: str = '',
-                 split: str = 'train',
-                 verify_md5: bool = True,
-                 download: bool = False,
-                 **kwargs):
-        self._init_offline(download, verify_md5)
-        super().__init__(
-            data_root=data_root, split=split, download=False, **kwargs)
 
 
 # --------------------------------------------------------------------------
