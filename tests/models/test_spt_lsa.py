@@ -640,3 +640,11 @@ def test_cifar_never_downloads():
         DATASETS.build(dict(type='LocalCIFAR10', data_root='x',
                             download=True))
 
+
+
+def test_spt_grid_other_than_the_patch_embedding_is_a_clear_error():
+    # mmpretrain's PatchEmbed without padding makes a 7x7 grid of 30x30
+    # images; SPT pads (like mmcv's AdaptivePadding) and would make 8x8.
+    with pytest.raises(ValueError, match=r'SPT token grid \(8, 8\) differs '
+                       r'from the patch embedding it replaces \(\(7, 7\)\)'):
+        build_vit(img_size=30, patch_cfg=dict(padding=0))

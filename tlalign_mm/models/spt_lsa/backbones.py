@@ -27,12 +27,24 @@ from .lsa import LocalitySelfAttention, LocalityWindowMSA
 from .spt import ShiftedPatchTokenization
 
 
-def _check_grid(spt: ShiftedPatchTokenization, expected, name: str):
-    if tuple(spt.init_out_size) != tuple(expected):
+def _spt_patch_embed(backbone, in_channels, patch_size, img_size,
+                     spt_cfg) -> ShiftedPatchTokenization:
+    """The SPT that replaces ``backbone``'s patch embedding; its token grid
+    must be the one the backbone was built for."""
+    spt = ShiftedPatchTokenization(
+        in_channels=in_channels,
+        embed_dims=backbone.embed_dims,
+        patch_size=patch_size,
+        input_size=img_size,
+        **spt_cfg)
+    expected = tuple(backbone.patch_resolution)
+    if tuple(spt.init_out_size) != expected:
         raise ValueError(
-            f'{name}: the SPT token grid {spt.init_out_size} differs from '
-            f'the patch embedding it replaces ({tuple(expected)}); check '
-            'patch_size, img_size and spt_cfg.')
+            f'{type(backbone).__name__}: the SPT token grid '
+            f'{spt.init_out_size} differs from the patch embedding it '
+            f'replaces ({expected}); check patch_size, img_size and '
+            'spt_cfg.')
+    return spt
 
 
 @MODELS.register_module()
@@ -87,14 +99,8 @@ class SLViT(VisionTransformer):
         self.use_spt = use_spt
         self.use_lsa = use_lsa
         if use_spt:
-            spt = ShiftedPatchTokenization(
-                in_channels=in_channels,
-                embed_dims=self.embed_dims,
-                patch_size=patch_size,
-                input_size=img_size,
-                **spt_cfg)
-            _check_grid(spt, self.patch_resolution, type(self).__name__)
-            self.patch_embed = spt
+            self.patch_embed = _spt_patch_embed(self, in_channels, patch_size,
+                                                img_size, spt_cfg)
         if use_lsa:
             for layer in self.layers:
                 layer.attn = LocalitySelfAttention.from_multihead_attention(
@@ -190,14 +196,8 @@ class SLSwin(SwinTransformer):
         self.use_spt = use_spt
         self.use_lsa = use_lsa
         if use_spt:
-            spt = ShiftedPatchTokenization(
-                in_channels=in_channels,
-                embed_dims=self.embed_dims,
-                patch_size=patch_size,
-                input_size=img_size,
-                **spt_cfg)
-            _check_grid(spt, self.patch_resolution, type(self).__name__)
-            self.patch_embed = spt
+            self.patch_embed = _spt_patch_embed(self, in_channels, patch_size,
+                                                img_size, spt_cfg)
             for stage in self.stages:
                 merging = stage.downsample
                 if merging is None:
