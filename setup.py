@@ -9,7 +9,8 @@ from setuptools import find_packages, setup
 setup(
     name='tlalign_mm',
     version='0.1.0',
-    description='Token-Label Alignment for vision transformers on OpenMMLab 2.x',
+    description=('Token-Label Alignment for vision transformers on '
+                 'OpenMMLab 2.x'),
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
     python_requires='>=3.11',

@@ -13,7 +13,8 @@ def pytest_configure(config):
     # registered here rather than in an ini file: the top level holds only
     # the package, configs, tools, tests, setup.py and README.md.
     config.addinivalue_line(
-        'markers', 'e2e: end-to-end runs of real configs on tiny data (slower)')
+        'markers',
+        'e2e: end-to-end runs of real configs on tiny data (slower)')
 
 
 @pytest.fixture(autouse=True)

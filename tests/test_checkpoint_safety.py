@@ -19,9 +19,11 @@ from mmengine.runner import load_checkpoint, save_checkpoint
 from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
 
 import tlalign_mm  # noqa: F401  applies allow_openmmlab_checkpoints()
-from tlalign_mm.checkpoint_safety import (UnsafeCheckpointError,
-                                          allow_openmmlab_checkpoints,
-                                          load_from_local_weights_only)
+from tlalign_mm.checkpoint_safety import (
+    UnsafeCheckpointError,
+    allow_openmmlab_checkpoints,
+    load_from_local_weights_only,
+)
 
 
 class TinyNet(BaseModule):

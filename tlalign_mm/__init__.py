@@ -1,7 +1,8 @@
 """tlalign_mm: Token-Label Alignment (TL-Align) and SPT/LSA for OpenMMLab 2.x.
 
 Importing the package registers its components in the mmpretrain registries
-(so configs can name them with ``custom_imports=dict(imports=['tlalign_mm'])``).
+(so configs can name them with
+``custom_imports=dict(imports=['tlalign_mm'])``).
 """
 from . import datasets, downstream, mixing  # noqa: F401  (registration)
 from .checkpoint_safety import allow_openmmlab_checkpoints

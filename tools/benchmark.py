@@ -194,7 +194,8 @@ def main():
                 mems[mode] = max(mems[mode], mem)
     ref_t = statistics.median(times[modes[0]])
     ref_m = mems[modes[0]]
-    mem_name = 'peak MiB' if device.type == 'cuda' else 'saved-for-backward MiB'
+    mem_name = ('peak MiB' if device.type == 'cuda' else
+                'saved-for-backward MiB')
     print(f'model={args.model} device={device} batch={args.batch_size} '
           f'img={args.img_size} classes={args.num_classes} bf16={args.bf16} '
           f'reps={args.reps} threads={torch.get_num_threads()}')

@@ -24,8 +24,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from tlalign_mm.downstream.export import (TARGETS, check_export,  # noqa: E402
-                                          export_backbone)
+from tlalign_mm.downstream.export import TARGETS, check_export, export_backbone  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -33,8 +33,7 @@ from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
-from tlalign_mm.checkpoint_safety import \
-    allow_openmmlab_checkpoints  # noqa: E402
+from tlalign_mm.checkpoint_safety import allow_openmmlab_checkpoints  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
 
 

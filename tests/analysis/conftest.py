@@ -7,8 +7,11 @@ import os.path as osp
 import pytest
 import torch
 
-from tlalign_mm.analysis.session import (build_dataloader, build_model,
-                                         load_config)
+from tlalign_mm.analysis.session import (
+    build_dataloader,
+    build_model,
+    load_config,
+)
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 VIT_CONFIG = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_tlalign.py')

@@ -4,10 +4,14 @@ import json
 import pytest
 import torch
 
-from tlalign_mm.analysis.label_maps import (label_colours, label_maps,
-                                            token_grid)
+from tlalign_mm.analysis.label_maps import (
+    label_colours,
+    label_maps,
+    token_grid,
+)
 from tlalign_mm.analysis.mixed_batches import mixed_batches
 from tlalign_mm.analysis.session import plain_backbone
+
 from .conftest import NO_SERIALIZE
 
 

@@ -8,6 +8,7 @@ import torch
 from tlalign_mm.analysis.label_rmse import RMSEMeter, label_rmse
 from tlalign_mm.analysis.mixed_batches import mixed_batches
 from tlalign_mm.analysis.session import plain_backbone
+
 from .conftest import FEW
 
 

@@ -9,6 +9,7 @@ from tlalign_mm import align_labels
 from tlalign_mm.analysis.mixed_batches import mixed_batches
 from tlalign_mm.analysis.mixing_ratio import mixing_ratios, similarity_ratio
 from tlalign_mm.analysis.session import plain_backbone
+
 from .conftest import FEW
 
 

@@ -8,6 +8,7 @@ import torch
 from mmpretrain.registry import MODELS
 
 from tlalign_mm.analysis.presence import token_presence
+
 from ..models.test_target_modes import explicit_attention
 from .conftest import FEW, sharpen
 

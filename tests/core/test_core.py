@@ -5,9 +5,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tlalign_mm.core import (AlignmentState, attention_with_labels,
-                             residual_align, window_mean)
-
+from tlalign_mm.core import (
+    AlignmentState,
+    attention_with_labels,
+    residual_align,
+    window_mean,
+)
 
 # (kernel, stride, padding, dilation): the first two take the sum-pooling
 # path, the others (padding over half the kernel, dilation) the convolution.

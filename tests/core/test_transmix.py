@@ -3,8 +3,11 @@ computations."""
 import pytest
 import torch
 
-from tlalign_mm.core.transmix import (attention_lambda, transmix_lambda,
-                                      transmix_lambda_from_weighted)
+from tlalign_mm.core.transmix import (
+    attention_lambda,
+    transmix_lambda,
+    transmix_lambda_from_weighted,
+)
 
 
 def test_lambda_is_the_hand_computation_on_a_fixed_attention_map():

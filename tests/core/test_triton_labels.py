@@ -58,5 +58,6 @@ def test_kernel_matches_float64_reference_in_the_interpreter():
 def test_cpu_never_takes_the_kernel():
     """CPU tensors stay on the SDPA path (the kernel is for GPUs)."""
     import torch
+
     from tlalign_mm.core import triton_labels
     assert not triton_labels.available(torch.zeros(1, 1, 4, 8))

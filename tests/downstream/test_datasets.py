@@ -7,13 +7,25 @@ import numpy as np
 import pytest
 
 import tlalign_mm.downstream  # noqa: F401
-from tlalign_mm.downstream.datasets import (CORRUPTIONS, ImageNetA,
-                                            ImageNetC, ImageNetR, ImageNetV2,
-                                            LocalCIFAR10, LocalCIFAR100,
-                                            imagenet_synsets, subset_synsets)
+from tlalign_mm.downstream.datasets import (
+    CORRUPTIONS,
+    ImageNetA,
+    ImageNetC,
+    ImageNetR,
+    ImageNetV2,
+    LocalCIFAR10,
+    LocalCIFAR100,
+    imagenet_synsets,
+    subset_synsets,
+)
 
-from .datasets import (write_cifar, write_class_folders, write_flowers102,
-                       write_imagenet_c, write_stanford_cars)
+from .datasets import (
+    write_cifar,
+    write_class_folders,
+    write_flowers102,
+    write_imagenet_c,
+    write_stanford_cars,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -85,8 +97,9 @@ def test_stanford_cars_reads_cars_annos(tmp_path):
 
 
 def test_imagenet_label_space_matches_timm_indices():
-    import timm.data
     from importlib import resources
+
+    import timm.data
     synsets = imagenet_synsets()
     for subset in ('imagenet_a', 'imagenet_r'):
         text = resources.files(timm.data).joinpath(

@@ -9,8 +9,11 @@ import torch
 
 import tlalign_mm.downstream  # noqa: F401
 from tlalign_mm.downstream import BackboneLoadError
-from tlalign_mm.downstream.export import (check_export, export_backbone,
-                                          unsafe_globals_without_allow_list)
+from tlalign_mm.downstream.export import (
+    check_export,
+    export_backbone,
+    unsafe_globals_without_allow_list,
+)
 
 from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint
 

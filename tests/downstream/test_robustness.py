@@ -8,10 +8,17 @@ import torch
 from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
-from tlalign_mm.downstream.datasets import (CORRUPTIONS, imagenet_synsets,
-                                            subset_synsets)
-from tlalign_mm.downstream.metrics import (ALEXNET_ERR, CorruptionError,
-                                           SubsetAccuracy, mce)
+from tlalign_mm.downstream.datasets import (
+    CORRUPTIONS,
+    imagenet_synsets,
+    subset_synsets,
+)
+from tlalign_mm.downstream.metrics import (
+    ALEXNET_ERR,
+    CorruptionError,
+    SubsetAccuracy,
+    mce,
+)
 
 from .datasets import write_class_folders, write_imagenet_c
 from .tiny import TINY_SWIN, TINY_VIT, config_path, shrink, tiny_width

@@ -9,9 +9,12 @@ from mmengine.logging import MMLogger
 from mmengine.registry import MODELS, init_default_scope
 from mmpretrain.models.utils import resize_pos_embed
 
-from tlalign_mm.downstream import (SCOPE, BackboneLoadError,
-                                   StrictPretrainedInit,
-                                   strict_pretrained_cfg)
+from tlalign_mm.downstream import (
+    SCOPE,
+    BackboneLoadError,
+    StrictPretrainedInit,
+    strict_pretrained_cfg,
+)
 
 VIT = dict(
     type='mmpretrain.VisionTransformer',

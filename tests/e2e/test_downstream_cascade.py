@@ -17,8 +17,13 @@ from mmengine.config import Config
 import tlalign_mm.downstream  # noqa: F401
 from tests.downstream import e2e
 from tests.downstream.datasets import write_coco
-from tests.downstream.tiny import (TINY_SWIN, config_path, dump,
-                                   make_pretrain_checkpoint, shrink)
+from tests.downstream.tiny import (
+    TINY_SWIN,
+    config_path,
+    dump,
+    make_pretrain_checkpoint,
+    shrink,
+)
 
 CONFIG = config_path(
     'cascade_mask_rcnn',

@@ -21,10 +21,19 @@ from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
 from tests.downstream import e2e
-from tests.downstream.datasets import (write_cifar, write_flowers102,
-                                       write_stanford_cars)
-from tests.downstream.tiny import (ROOT, TINY_VIT, config_path, dump,
-                                   make_pretrain_checkpoint, shrink)
+from tests.downstream.datasets import (
+    write_cifar,
+    write_flowers102,
+    write_stanford_cars,
+)
+from tests.downstream.tiny import (
+    ROOT,
+    TINY_VIT,
+    config_path,
+    dump,
+    make_pretrain_checkpoint,
+    shrink,
+)
 
 PRETRAIN = config_path('tlalign', 'deit-small_4xb256_in1k_tlalign.py')
 CASES = {

@@ -16,8 +16,13 @@ from mmpretrain.models.utils import resize_pos_embed
 import tlalign_mm.downstream  # noqa: F401
 from tests.downstream import e2e
 from tests.downstream.datasets import write_ade20k
-from tests.downstream.tiny import (TINY_VIT, config_path, dump,
-                                   make_pretrain_checkpoint, shrink)
+from tests.downstream.tiny import (
+    TINY_VIT,
+    config_path,
+    dump,
+    make_pretrain_checkpoint,
+    shrink,
+)
 
 CONFIG = config_path(
     'upernet',

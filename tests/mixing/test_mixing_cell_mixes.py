@@ -8,10 +8,19 @@ import torch
 import torch.nn.functional as F
 from mmpretrain.models.utils.batch_augments import CutMix
 
-from tlalign_mm.mixing import (TLBlockMix, TLCutMix, TLMixup, TLPatchMix,
-                               TLTokenCutMix)
-from tlalign_mm.mixing.grid import (cell_boundaries, cells_to_pixels,
-                                    grid_shape, snap_to_boundary)
+from tlalign_mm.mixing import (
+    TLBlockMix,
+    TLCutMix,
+    TLMixup,
+    TLPatchMix,
+    TLTokenCutMix,
+)
+from tlalign_mm.mixing.grid import (
+    cell_boundaries,
+    cells_to_pixels,
+    grid_shape,
+    snap_to_boundary,
+)
 
 SEEDS = range(8)
 # (batch size, H, W): odd batch, batch of one, sizes not multiples of 16.

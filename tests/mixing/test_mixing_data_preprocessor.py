@@ -46,8 +46,11 @@ def _data(batch_size=5, sizes=((40, 56), ), stacked=False):
 
 
 def test_builds_with_tl_random_batch_augment():
-    from tlalign_mm.mixing import (TLAlignDataPreprocessor, TLCutMix,
-                                   TLRandomBatchAugment)
+    from tlalign_mm.mixing import (
+        TLAlignDataPreprocessor,
+        TLCutMix,
+        TLRandomBatchAugment,
+    )
     pre = _preprocessor()
     assert isinstance(pre, TLAlignDataPreprocessor)
     assert isinstance(pre.batch_augments, TLRandomBatchAugment)

@@ -4,9 +4,12 @@ import inspect
 import pytest
 import torch
 import torch.nn.functional as F
-from mmpretrain.models.utils.batch_augments import (CutMix, Mixup,
-                                                    RandomBatchAugment,
-                                                    ResizeMix)
+from mmpretrain.models.utils.batch_augments import (
+    CutMix,
+    Mixup,
+    RandomBatchAugment,
+    ResizeMix,
+)
 from mmpretrain.registry import BATCH_AUGMENTS
 
 import tlalign_mm.mixing as mixing

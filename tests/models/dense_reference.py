@@ -57,7 +57,8 @@ def dense_vit_labels(vit, images, pixel_weights, targets, cls_weights,
         h = layer.ln1(x)
         N = h.shape[1]
         qkv = attn_mod.qkv(h).reshape(B, N, 3, attn_mod.num_heads,
-                                      attn_mod.head_dims).permute(2, 0, 3, 1, 4)
+                                      attn_mod.head_dims)
+        qkv = qkv.permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
         A = torch.softmax(q @ k.transpose(-2, -1) * attn_mod.head_dims**-0.5,
                           -1)

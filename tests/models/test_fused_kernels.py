@@ -19,6 +19,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tlalign_mm import align_labels
 from tlalign_mm.models import traced_forward
+
 from .dense_reference import dense_vit_labels
 from .dense_reference_swin import dense_swin_labels
 from .mixes import random_mix
@@ -76,7 +77,8 @@ def test_deit_small_224_matches_dense_reference(device):
     with torch.no_grad():
         ref, _, _ = dense_vit_labels(copy.deepcopy(vit).double(),
                                      images.double(), pw.double(),
-                                     targets.double(), pw.mean((2, 3)).double(),
+                                     targets.double(),
+                                     pw.mean((2, 3)).double(),
                                      patch=16)
     with sdpa_kernel(FUSED):
         labels = align_labels(vit.to(device),

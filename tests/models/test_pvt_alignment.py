@@ -6,6 +6,7 @@ from mmpretrain.registry import MODELS
 
 from tlalign_mm.models import traced_forward
 from tlalign_mm.models.tracers import PVTTracer, get_tracer
+
 from .dense_reference_pvt import dense_pvt_labels
 from .mixes import random_mix
 
@@ -50,7 +51,7 @@ CASES = [
 @pytest.mark.parametrize('case', CASES, ids=[c['name'] for c in CASES])
 def test_matches_dense_reference(case):
     case = dict(case)
-    name, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
+    _, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
                             case.pop('box', None))
     pvt = build_pvt(**case)
     assert isinstance(get_tracer(pvt), PVTTracer)

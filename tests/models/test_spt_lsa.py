@@ -15,20 +15,30 @@ from mmpretrain.registry import DATASETS, MODELS
 import tlalign_mm  # noqa: F401  (registration)
 from tlalign_mm import align_labels
 from tlalign_mm.models import traced_forward
-from tlalign_mm.models.spt_lsa import (LocalitySelfAttention,
-                                       LocalityWindowMSA,
-                                       ShiftedPatchTokenization,
-                                       spt_token_labels)
-from tlalign_mm.models.tracers import (SLSwinTracer, SLViTTracer, SwinTracer,
-                                       ViTTracer, get_tracer)
-from .dense_reference_spt_lsa import (brute_force_spt_labels,
-                                      brute_force_spt_tokens,
-                                      brute_force_tokens_of_map,
-                                      dense_sl_swin_labels,
-                                      dense_sl_vit_labels, patch_mean_labels,
-                                      pixel_labels)
-from .mixes import history_in_classes, in_classes, random_mix
+from tlalign_mm.models.spt_lsa import (
+    LocalitySelfAttention,
+    LocalityWindowMSA,
+    ShiftedPatchTokenization,
+    spt_token_labels,
+)
+from tlalign_mm.models.tracers import (
+    SLSwinTracer,
+    SLViTTracer,
+    SwinTracer,
+    ViTTracer,
+    get_tracer,
+)
 
+from .dense_reference_spt_lsa import (
+    brute_force_spt_labels,
+    brute_force_spt_tokens,
+    brute_force_tokens_of_map,
+    dense_sl_swin_labels,
+    dense_sl_vit_labels,
+    patch_mean_labels,
+    pixel_labels,
+)
+from .mixes import history_in_classes, in_classes, random_mix
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 VIT_ARCH = dict(embed_dims=48, num_layers=3, num_heads=3,
@@ -320,7 +330,7 @@ VIT_CASES = [
 @pytest.mark.parametrize('case', VIT_CASES, ids=[c['name'] for c in VIT_CASES])
 def test_sl_vit_matches_dense_reference(case):
     case = dict(case)
-    name, S, (H, W), box = (case.pop('name'), case.pop('S'),
+    _, S, (H, W), box = (case.pop('name'), case.pop('S'),
                             case.pop('size'), case.pop('box', None))
     vit = build_vit(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
@@ -378,7 +388,7 @@ SWIN_CASES = [
                          ids=[c['name'] for c in SWIN_CASES])
 def test_sl_swin_matches_dense_reference(case):
     case = dict(case)
-    name, S, (H, W), box = (case.pop('name'), case.pop('S'),
+    _, S, (H, W), box = (case.pop('name'), case.pop('S'),
                             case.pop('size'), case.pop('box', None))
     swin = build_swin(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)

@@ -7,8 +7,12 @@ from mmpretrain.registry import MODELS
 from tlalign_mm import align_labels
 from tlalign_mm.models import traced_forward
 from tlalign_mm.models.tracers import SwinTracer, get_tracer
-from .dense_reference_swin import (dense_swin_labels, merge_by_hand,
-                                   pixel_label_patches)
+
+from .dense_reference_swin import (
+    dense_swin_labels,
+    merge_by_hand,
+    pixel_label_patches,
+)
 from .mixes import history_in_classes, random_mix
 
 # Patch 4, window 7 (the defaults).
@@ -57,7 +61,7 @@ CASES = [
 @pytest.mark.parametrize('case', CASES, ids=[c['name'] for c in CASES])
 def test_matches_dense_reference(case):
     case = dict(case)
-    name, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
+    _, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
                             case.pop('box', None))
     residual_norm = case.pop('residual_norm', True)
     swin = build_swin(**case)

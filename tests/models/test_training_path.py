@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tlalign_mm.models import traced_forward
+
 from .dense_reference import dense_vit_labels
 from .test_vit_alignment import build_vit, random_mix
 

@@ -1,12 +1,12 @@
-"""TL-Align through mmpretrain's VisionTransformer against a dense reference."""
+"""TL-Align through mmpretrain's VisionTransformer against a dense
+reference."""
 import pytest
 import torch
-from mmpretrain.models import ImageClassifier
 from mmpretrain.registry import MODELS
 
-import tlalign_mm
 from tlalign_mm import align_labels
 from tlalign_mm.models import traced_forward
+
 from .dense_reference import dense_vit_labels
 from .mixes import random_mix
 
@@ -47,7 +47,7 @@ CASES = [
 @pytest.mark.parametrize('case', CASES, ids=[c['name'] for c in CASES])
 def test_matches_dense_reference(case):
     case = dict(case)
-    name, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
+    _, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
                             case.pop('box', None))
     vit = build_vit(**case)
     images, pw, targets = random_mix(3, S, H, W, box=box)
@@ -60,7 +60,8 @@ def test_matches_dense_reference(case):
     assert (labels.double() - ref).abs().max() <= 1e-5
     assert len(history) == len(ref_history) == 4
     for ours, theirs in zip(history, ref_history):
-        ours_cls = torch.einsum('bns,bsc->bnc', ours.double(), targets.double())
+        ours_cls = torch.einsum('bns,bsc->bnc', ours.double(),
+                                targets.double())
         assert (ours_cls - theirs).abs().max() <= 1e-5
     # The alignment moved something: the test can fail.
     if vit.out_type == 'cls_token':
@@ -77,7 +78,8 @@ def test_invariants_every_layer(S):
     for labels in history:
         assert labels.dtype == torch.float32
         assert (labels >= 0).all()
-        torch.testing.assert_close(labels.sum(-1), torch.ones(labels.shape[:2]),
+        torch.testing.assert_close(labels.sum(-1),
+                                   torch.ones(labels.shape[:2]),
                                    atol=1e-6, rtol=0)
 
 
@@ -156,10 +158,12 @@ def test_bf16_autocast_keeps_labels_fp32_accurate():
     for labels in traced.history:
         assert labels.dtype == torch.float32
         # bf16 label arithmetic would be off by ~1e-3.
-        torch.testing.assert_close(labels.sum(-1), torch.ones(labels.shape[:2]),
+        torch.testing.assert_close(labels.sum(-1),
+                                   torch.ones(labels.shape[:2]),
                                    atol=1e-6, rtol=0)
     ref, _, _ = dense_vit_labels(vit, images, pw, targets, pw.mean((2, 3)), 8)
-    ours = torch.einsum('bs,bsc->bc', traced.weights.double(), targets.double())
+    ours = torch.einsum('bs,bsc->bc', traced.weights.double(),
+                        targets.double())
     # The attention itself comes from bf16 q, k.
     assert (ours - ref).abs().max() < 3e-2
 

@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 
 from tlalign_mm.core.token_labels import label_map_of
+
 from .label_rmse import aligned_source_weights
 
 

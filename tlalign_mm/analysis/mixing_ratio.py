@@ -26,6 +26,7 @@ from mmpretrain.models.backbones import SwinTransformer, VisionTransformer
 
 from tlalign_mm.core.transmix import transmix_lambda_from_weighted
 from tlalign_mm.models.tlalign_classifier import transmix_forward
+
 from .label_rmse import aligned_source_weights
 
 

@@ -42,7 +42,8 @@ def attention_with_labels(attn_fn: Callable,
 
     Args:
         attn_fn (Callable): the block's own attention function with the
-            signature of :func:`torch.nn.functional.scaled_dot_product_attention`
+            signature of
+            :func:`torch.nn.functional.scaled_dot_product_attention`
             (it must compute ``dropout(softmax(...)) @ value`` with a scale
             that depends on the query only).
         query, key, value (Tensor): ``(B, H, N, d)`` (keys may have their own

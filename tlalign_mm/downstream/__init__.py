@@ -14,9 +14,14 @@ Importing this package registers (configs do it with
   (:mod:`.metrics`).
 """
 from . import datasets, metrics  # noqa: F401  (registration)
-from .strict_pretrained import (SCOPE, BackboneLoadError,
-                                StrictPretrainedInit, load_backbone_state_dict,
-                                load_strict, strict_pretrained_cfg)
+from .strict_pretrained import (
+                                SCOPE,
+                                BackboneLoadError,
+                                StrictPretrainedInit,
+                                load_backbone_state_dict,
+                                load_strict,
+                                strict_pretrained_cfg,
+)
 
 __all__ = [
     'SCOPE', 'BackboneLoadError', 'StrictPretrainedInit',

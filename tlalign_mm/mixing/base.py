@@ -13,6 +13,7 @@ import torch
 from mmpretrain.models.utils.batch_augments import Mixup
 
 from tlalign_mm.core.mix_record import MixRecord
+
 from .grid import cells_to_pixels, grid_shape
 
 

@@ -7,6 +7,7 @@ from mmpretrain.models.utils.batch_augments import Mixup
 from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
+
 from .base import check_scores, two_source_record
 
 

@@ -12,6 +12,7 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
 from tlalign_mm.core.transmix import transmix_lambda_from_weighted
+
 from .tlalign_backbone import TLAlignBackbone
 from .traced_forward import TracedOutput, traced_forward
 

@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 
 from tlalign_mm.core import AlignmentState
+
 from .tracers import get_tracer
 
 

@@ -27,11 +27,18 @@ import torch  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  (registers modules)
 from tlalign_mm.analysis import figures  # noqa: E402
-from tlalign_mm.analysis.label_maps import (display_images,  # noqa: E402
-                                            label_colours, label_maps)
-from tlalign_mm.analysis.session import (add_common_args,  # noqa: E402
-                                         open_analysis, plain_backbone,
-                                         work_dir_for, write_json)
+from tlalign_mm.analysis.label_maps import (  # noqa: E402
+    display_images,
+    label_colours,
+    label_maps,
+)
+from tlalign_mm.analysis.session import (  # noqa: E402
+    add_common_args,
+    open_analysis,
+    plain_backbone,
+    work_dir_for,
+    write_json,
+)
 
 
 def parse_args(argv=None):

@@ -26,9 +26,14 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 import tlalign_mm  # noqa: E402,F401  (registers modules)
 from tlalign_mm.analysis import figures  # noqa: E402
 from tlalign_mm.analysis.label_rmse import label_rmse  # noqa: E402
-from tlalign_mm.analysis.session import (add_common_args,  # noqa: E402
-                                         model_pairs, open_analysis,
-                                         work_dir_for, write_csv, write_json)
+from tlalign_mm.analysis.session import (  # noqa: E402
+    add_common_args,
+    model_pairs,
+    open_analysis,
+    work_dir_for,
+    write_csv,
+    write_json,
+)
 
 
 def parse_args(argv=None):

@@ -15,8 +15,12 @@ import torch.nn as nn
 from mmcv.cnn.bricks.drop import DropPath
 from mmengine.logging import MMLogger
 
-from tlalign_mm.core import (AlignmentState, attention_with_labels,
-                             flatten_label_map, window_mean)
+from tlalign_mm.core import (
+    AlignmentState,
+    attention_with_labels,
+    flatten_label_map,
+    window_mean,
+)
 
 
 def patch_embed_labels(patch_embed: nn.Module,

@@ -35,10 +35,20 @@ from typing import List, Optional
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core import (AlignmentState, flatten_label_map, label_map_of,
-                             window_mean)
-from .base import (capture_output_labels, last_output_stage,
-                   patch_embed_labels, pooled_output_labels, record_drop_path)
+from tlalign_mm.core import (
+    AlignmentState,
+    flatten_label_map,
+    label_map_of,
+    window_mean,
+)
+
+from .base import (
+    capture_output_labels,
+    last_output_stage,
+    patch_embed_labels,
+    pooled_output_labels,
+    record_drop_path,
+)
 
 _PVT_MODULE = 'mmdet.models.backbones.pvt'
 

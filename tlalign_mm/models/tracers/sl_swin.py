@@ -23,6 +23,7 @@ import torch.nn as nn
 from mmpretrain.models.backbones import SwinTransformer
 
 from tlalign_mm.core import AlignmentState, label_map_of
+
 from ..spt_lsa.spt import ShiftedPatchTokenization, spt_token_labels
 from .base import patch_embed_labels
 from .swin import SwinTracer

@@ -15,6 +15,7 @@ import torch.nn as nn
 from mmpretrain.models.backbones import VisionTransformer
 
 from tlalign_mm.core import with_extra_tokens
+
 from ..spt_lsa.spt import ShiftedPatchTokenization, spt_token_labels
 from .vit import ViTTracer
 

@@ -40,8 +40,14 @@ from mmpretrain.models.backbones import SwinTransformer
 from mmpretrain.models.utils import ShiftWindowMSA, WindowMSA
 
 from tlalign_mm.core import AlignmentState, label_map_of
-from .base import (capture_output_labels, last_output_stage,
-                   patch_embed_labels, pooled_output_labels, record_drop_path)
+
+from .base import (
+    capture_output_labels,
+    last_output_stage,
+    patch_embed_labels,
+    pooled_output_labels,
+    record_drop_path,
+)
 
 
 def _window_pads(hw, window_size):

@@ -8,6 +8,7 @@ from mmpretrain.models.backbones import VisionTransformer
 from mmpretrain.models.utils import MultiheadAttention
 
 from tlalign_mm.core import AlignmentState, with_extra_tokens
+
 from .base import patch_embed_labels, trace_block
 
 
