@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tlalign_mm.downstream  # noqa: F401
-from tlalign_mm.downstream.datasets import (
+from tlalign_mm.datasets import (
     CORRUPTIONS,
     ImageNetA,
     ImageNetC,

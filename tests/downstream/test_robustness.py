@@ -8,7 +8,7 @@ import torch
 from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
-from tlalign_mm.downstream.datasets import (
+from tlalign_mm.datasets import (
     CORRUPTIONS,
     imagenet_synsets,
     subset_synsets,

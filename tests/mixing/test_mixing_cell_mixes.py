@@ -84,7 +84,7 @@ ALL_AUGS = [
 @pytest.mark.parametrize(
     'make_aug,exact',
     ALL_AUGS,
-    ids=['cutmix', 'mixup', 'token_cutmix', 'patchmix', 'blockmix'])
+    ids=['cutmix', 'mixup', 'tokencutmix', 'patchmix', 'blockmix'])
 @pytest.mark.parametrize('shape', SHAPES)
 @pytest.mark.parametrize('dtype', [torch.float32, torch.uint8])
 def test_every_augment_records_faithfully(make_aug, exact, shape, dtype, seed,

@@ -51,6 +51,15 @@ def test_every_recording_augment_is_registered():
         assert cls.__name__ in {cfg['type'] for cfg in AUG_CFGS}
 
 
+@pytest.mark.parametrize('cfg', AUG_CFGS, ids=lambda c: c['type'])
+def test_record_mode_is_the_augment_name(cfg):
+    """One naming rule for MixRecord.mode: the augment's class name without
+    ``TL``, lower case (``TLTokenCutMix`` -> ``'tokencutmix'``)."""
+    aug = BATCH_AUGMENTS.build(cfg)
+    _, _, record = aug.mix_with_record(*_batch())
+    assert record.mode == cfg['type'][2:].lower()
+
+
 def _batch(batch_size=6, img_size=32, num_classes=5):
     g = torch.Generator().manual_seed(7)
     inputs = torch.randn(batch_size, 3, img_size, img_size, generator=g)

@@ -13,11 +13,11 @@ from .label_maps import LabelMaps, label_colours, label_maps, token_grid
 from .label_rmse import RMSEMeter, aligned_source_weights, label_rmse
 from .mixed_batches import MixedBatch, build_mixer, mixed_batches, seeded
 from .mixing_ratio import (
-                           block_readouts,
-                           mixing_ratios,
-                           readout_tokens,
-                           similarity_ratio,
-                           transformer_blocks,
+    block_readouts,
+    mixing_ratios,
+    readout_tokens,
+    similarity_ratio,
+    transformer_blocks,
 )
 from .presence import LayerPresence, token_presence
 

@@ -12,7 +12,7 @@ from typing import Dict, Iterable
 
 import torch
 
-from tlalign_mm.models.align_labels import align_labels
+from tlalign_mm.models.align import align_labels
 
 
 def aligned_source_weights(backbone, images: torch.Tensor,

@@ -25,7 +25,7 @@ import torch.nn as nn
 from mmpretrain.models.backbones import SwinTransformer, VisionTransformer
 
 from tlalign_mm.core.transmix import transmix_lambda_from_weighted
-from tlalign_mm.models.tlalign_classifier import transmix_forward
+from tlalign_mm.models.transmix import transmix_forward
 
 from .label_rmse import aligned_source_weights
 

@@ -6,10 +6,10 @@ from .alignment import AlignmentState, residual_align
 from .fused_attention import attention_with_labels
 from .mix_record import MixRecord
 from .token_labels import (
-                           flatten_label_map,
-                           label_map_of,
-                           window_mean,
-                           with_extra_tokens,
+    flatten_label_map,
+    label_map_of,
+    window_mean,
+    with_extra_tokens,
 )
 
 __all__ = [

@@ -18,8 +18,10 @@ class MixRecord:
         cls_weights (Tensor): ``(B, S)`` float32. The area share of each
             source, i.e. the (corrected) lambda of the mixed target. It is the
             initial label of the class (and distillation) token.
-        mode (str): Which augmentation made the batch (``'cutmix'``,
-            ``'mixup'``, ``'none'``, ...). Informational only.
+        mode (str): Which augmentation made the batch: its class name
+            without ``TL``, lower case (``'cutmix'``, ``'mixup'``,
+            ``'tokencutmix'``, ``'patchmix'``, ``'blockmix'``), or
+            ``'none'``.
     """
 
     pixel_weights: torch.Tensor

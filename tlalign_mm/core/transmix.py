@@ -28,13 +28,13 @@ ATTENTION_RATIO = 0.5
 
 
 def attention_lambda(weighted: torch.Tensor,
-                     area_lambda: torch.Tensor) -> torch.Tensor:
+                     cls_weights: torch.Tensor) -> torch.Tensor:
     """Each source's share of the class token's patch attention.
 
     Args:
         weighted (Tensor): ``(B, S)`` ``sum_p a_p y_p``: the patch labels
             weighted by the (unnormalised) class-token attention.
-        area_lambda (Tensor): ``(B, S)`` area ratios; the answer for a sample
+        cls_weights (Tensor): ``(B, S)`` area ratios; the answer for a sample
             whose attention on patch tokens underflowed to 0.
 
     Returns:
@@ -44,23 +44,23 @@ def attention_lambda(weighted: torch.Tensor,
     weighted = weighted.float()
     total = weighted.sum(-1, keepdim=True)
     return torch.where(total > 0, weighted / total.clamp_min(1e-30),
-                       area_lambda.to(weighted))
+                       cls_weights.to(weighted))
 
 
 def transmix_lambda_from_weighted(weighted: torch.Tensor,
-                                  area_lambda: torch.Tensor,
+                                  cls_weights: torch.Tensor,
                                   ratio: float = ATTENTION_RATIO
                                   ) -> torch.Tensor:
     """TransMix's ``lam = (1 - ratio) * lam_area + ratio * lam_attn`` from
     ``weighted = sum_p a_p y_p`` ``(B, S)``; see :func:`transmix_lambda`."""
-    area_lambda = area_lambda.float()
-    return (1 - ratio) * area_lambda + ratio * attention_lambda(
-        weighted, area_lambda)
+    cls_weights = cls_weights.float()
+    return (1 - ratio) * cls_weights + ratio * attention_lambda(
+        weighted, cls_weights)
 
 
 def transmix_lambda(cls_attention: torch.Tensor,
                     patch_labels: torch.Tensor,
-                    area_lambda: torch.Tensor,
+                    cls_weights: torch.Tensor,
                     ratio: float = ATTENTION_RATIO) -> torch.Tensor:
     """TransMix's mixing ratio of each source.
 
@@ -70,7 +70,7 @@ def transmix_lambda(cls_attention: torch.Tensor,
             normalisation: only the ratios between patches matter).
         patch_labels (Tensor): ``(B, N, S)`` each patch token's source
             weights (summing to 1 over ``S``).
-        area_lambda (Tensor): ``(B, S)`` the area ratio of each source (the
+        cls_weights (Tensor): ``(B, S)`` the area ratio of each source (the
             CutMix target's ``lam``).
         ratio (float): weight of the attention ratio. Defaults to 0.5, as in
             TransMix.
@@ -86,4 +86,4 @@ def transmix_lambda(cls_attention: torch.Tensor,
             f'{tuple(cls_attention.shape)} and {tuple(patch_labels.shape)}.')
     weighted = torch.einsum('bn,bns->bs', cls_attention.float(),
                             patch_labels.float())
-    return transmix_lambda_from_weighted(weighted, area_lambda, ratio)
+    return transmix_lambda_from_weighted(weighted, cls_weights, ratio)

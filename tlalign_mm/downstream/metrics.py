@@ -10,7 +10,7 @@ from mmengine.evaluator import BaseMetric
 from mmengine.logging import print_log
 from mmpretrain.registry import METRICS
 
-from .datasets import CORRUPTIONS
+from tlalign_mm.datasets import CORRUPTIONS
 
 __all__ = ['ALEXNET_ERR', 'CorruptionError', 'SubsetAccuracy', 'mce']
 

@@ -38,7 +38,7 @@ class TLTokenCutMix(TLCutMix):
     """
 
     #: Name written to :attr:`MixRecord.mode`.
-    record_mode = 'token_cutmix'
+    record_mode = 'tokencutmix'
 
     def __init__(self,
                  alpha: float,

@@ -1,6 +1,6 @@
 """Registered OpenMMLab adapters around :mod:`tlalign_mm.core`."""
 from . import spt_lsa  # noqa: F401  (registers SPT/LSA, SL-ViT, SL-Swin)
-from .align_labels import align_labels
+from .align import align_labels
 from .pyramid_gap import PyramidGlobalAveragePooling
 from .tlalign_backbone import TLAlignBackbone
 from .tlalign_classifier import TLAlignClassifier

@@ -1,36 +1,22 @@
-"""Datasets for transfer learning and robustness evaluation.
-
-mmpretrain 1.2.0 has ``CIFAR10``/``CIFAR100``, ``Flowers102`` and
-``StanfordCars`` (the transfer configs use the latter two as they are). What
-is added here:
-
-* ``LocalCIFAR10`` / ``LocalCIFAR100``: mmpretrain's CIFAR datasets
-  (same on-disk format, the "python version" pickles), which never
-  download (mmpretrain's default is ``download=True``) and say which
-  files they expect where when they are missing. The official archives'
-  md5 sums are checked unless ``verify_md5=False``.
-* ``ImageNetA``, ``ImageNetR`` (200-class subsets in ImageNet-1k's label
-  space), ``ImageNetV2`` (folders named by class index) and ``ImageNetC``
-  (corruption / severity folders), for the robustness test configs.
-  ImageNet-1k's class order (sorted WordNet ids) and the A/R subsets come
-  from ``timm``'s bundled ImageNet info files (timm is a dependency).
+"""ImageNet test sets for robustness evaluation, in ImageNet-1k's label
+space: ``ImageNetA``, ``ImageNetR`` (200-class subsets), ``ImageNetV2``
+(folders named by class index) and ``ImageNetC`` (corruption / severity
+folders). ImageNet-1k's class order (sorted WordNet ids) and the A/R subsets
+come from ``timm``'s bundled ImageNet info files (timm is a dependency).
 """
 import os
 import os.path as osp
-import pickle
 from functools import lru_cache
 from importlib import resources
 from typing import Dict, List, Optional, Sequence
 
-from mmengine.fileio import get, join_path
-from mmpretrain.datasets import CIFAR10, CIFAR100, BaseDataset
+from mmpretrain.datasets import BaseDataset
 from mmpretrain.datasets.categories import IMAGENET_CATEGORIES
-from mmpretrain.datasets.utils import check_md5
 from mmpretrain.registry import DATASETS
 
 __all__ = [
     'CORRUPTIONS', 'ImageNetA', 'ImageNetC', 'ImageNetR', 'ImageNetV2',
-    'LocalCIFAR10', 'LocalCIFAR100', 'imagenet_synsets', 'subset_synsets'
+    'imagenet_synsets', 'subset_synsets'
 ]
 
 IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.ppm', '.bmp', '.pgm', '.tif',
@@ -45,113 +31,6 @@ CORRUPTIONS = ('gaussian_noise', 'shot_noise', 'impulse_noise',
                'elastic_transform', 'pixelate', 'jpeg_compression')
 
 
-# --------------------------------------------------------------------------
-# CIFAR without download
-# --------------------------------------------------------------------------
-class _LocalCIFARMixin:
-    """Replace mmpretrain's download-or-fail integrity check."""
-
-    meta: dict
-    base_folder: str
-    url: str
-    train_list: list
-    test_list: list
-
-    def __init__(self,
-                 data_root: str = '',
-                 split: str = 'train',
-                 verify_md5: bool = True,
-                 download: bool = False,
-                 **kwargs):
-        if download:
-            raise ValueError(
-                f'{type(self).__name__} never downloads (download=True was '
-                f'given). Download {self.url} yourself and extract it into '
-                'data_root.')
-        self.verify_md5 = verify_md5
-        self._verified = False
-        # the next class in the MRO: mmpretrain's CIFAR10 / CIFAR100
-        super().__init__(
-            data_root=data_root, split=split, download=False, **kwargs)
-
-    def _expected_layout(self, root: str) -> str:
-        root = root.rstrip('/') or '/'
-        files = [f for f, _ in self.train_list + self.test_list]
-        files.append(self.meta['filename'])
-        tree = '\n'.join(f'        {f}' for f in files)
-        return (f'    {root}/\n      {self.base_folder}/\n{tree}\n'
-                f'(the "python version" archive {osp.basename(self.url)} '
-                f'from {self.url}, extracted into {root})')
-
-    def _check_integrity(self) -> bool:
-        if self._verified:
-            return True
-        root = self.data_prefix['root']
-        needed = self.train_list if self.split == 'train' else self.test_list
-        entries = list(needed) + [[self.meta['filename'], self.meta['md5']]]
-        paths = [(join_path(root, self.base_folder, f), md5)
-                 for f, md5 in entries]
-        missing = [p for p, _ in paths if not osp.isfile(p)]
-        if missing:
-            raise FileNotFoundError(
-                f'{type(self).__name__} (split={self.split!r}) is missing '
-                f'{len(missing)} file(s): {", ".join(missing)}. Expected '
-                f'layout (nothing is downloaded):\n'
-                f'{self._expected_layout(root)}')
-        if self.verify_md5:
-            bad = [p for p, md5 in paths if not check_md5(p, md5)]
-            if bad:
-                raise RuntimeError(
-                    f'{type(self).__name__}: {", ".join(bad)} differ from '
-                    f'the official release (md5 of {self.url}). Re-extract '
-                    'the archive, or pass verify_md5=False to use these '
-                    'files as they are.')
-        self._verified = True
-        return True
-
-    def _load_meta(self) -> None:
-        self._check_integrity()
-        path = join_path(self.data_prefix['root'], self.base_folder,
-                         self.meta['filename'])
-        data = pickle.loads(get(path), encoding='latin1')
-        self._metainfo.setdefault('classes', data[self.meta['key']])
-
-
-@DATASETS.register_module()
-class LocalCIFAR10(_LocalCIFARMixin, CIFAR10):
-    """mmpretrain's ``CIFAR10`` that never downloads.
-
-    Expected layout (the official "python version")::
-
-        data_root/cifar-10-batches-py/
-            data_batch_1 ... data_batch_5, test_batch, batches.meta
-
-    Args:
-        data_root (str): the folder holding ``cifar-10-batches-py``.
-        split (str): ``'train'`` or ``'test'``.
-        verify_md5 (bool): check the files against the official md5 sums.
-            Defaults to True.
-        download (bool): must be False (kept for config compatibility).
-        **kwargs: as :class:`mmpretrain.datasets.CIFAR10`.
-    """
-
-
-@DATASETS.register_module()
-class LocalCIFAR100(_LocalCIFARMixin, CIFAR100):
-    """mmpretrain's ``CIFAR100`` that never downloads.
-
-    Expected layout (the official "python version")::
-
-        data_root/cifar-100-python/
-            train, test, meta
-
-    Args: as :class:`LocalCIFAR10`.
-    """
-
-
-# --------------------------------------------------------------------------
-# ImageNet label space (from timm's bundled info files)
-# --------------------------------------------------------------------------
 def _timm_info(name: str) -> List[str]:
     text = resources.files('timm.data').joinpath('_info', name).read_text()
     return [line.strip() for line in text.splitlines() if line.strip()]
@@ -360,4 +239,3 @@ class ImageNetC(_FolderTestSet):
         if not data_list:
             self._fail(root, 'no images')
         return data_list
-
