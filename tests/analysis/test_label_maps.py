@@ -10,7 +10,6 @@ from tlalign_mm.analysis.label_maps import (
     token_grid,
 )
 from tlalign_mm.analysis.mixed_batches import mixed_batches
-from tlalign_mm.analysis.session import plain_backbone
 
 from .conftest import NO_SERIALIZE
 
@@ -35,7 +34,7 @@ def test_token_grid():
 def test_maps_are_patch_means_and_aligned_labels(setups, arch, grids):
     model = setups[arch].model
     batch = next(mixed_batches(model, setups[arch].loader, num_images=4))
-    maps = label_maps(model.backbone, plain_backbone(model), batch)
+    maps = label_maps(model.backbone, batch)
     assert maps.initial.shape[-2:] == grids[0]
     assert maps.aligned.shape[-2:] == grids[1]
     # The initial map: each 4x4 patch's mean pixel weight.

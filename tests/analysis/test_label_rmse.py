@@ -7,7 +7,6 @@ import torch
 
 from tlalign_mm.analysis.label_rmse import RMSEMeter, label_rmse
 from tlalign_mm.analysis.mixed_batches import mixed_batches
-from tlalign_mm.analysis.session import plain_backbone
 
 from .conftest import FEW
 
@@ -52,18 +51,20 @@ def test_mixup_gives_zero(setups, arch):
 
 def test_identity_attention_gives_zero(setups):
     s = setups['vit']
-    attns = [layer.attn for layer in plain_backbone(s.model).layers]
-    originals = [a.scaled_dot_product_attention for a in attns]
+    # The model's attention taps (TLAlignBackbone installed them) hold the
+    # attention function each block calls.
+    taps = [layer.attn.scaled_dot_product_attention
+            for layer in s.model.backbone.layers]
+    originals = [tap.fn for tap in taps]
     try:
-        for attn in attns:
+        for tap in taps:
             # Every token attends to itself only: labels cannot move.
-            attn.scaled_dot_product_attention = \
-                lambda q, k, v, attn_mask=None, dropout_p=0., **kw: v
+            tap.fn = lambda q, k, v, attn_mask=None, dropout_p=0., **kw: v
         out = label_rmse(s.model.backbone,
                          mixed_batches(s.model, s.loader, max_batches=1))
     finally:
-        for attn, fn in zip(attns, originals):
-            attn.scaled_dot_product_attention = fn
+        for tap, fn in zip(taps, originals):
+            tap.fn = fn
     assert out['rmse'] < 1e-6 and out['num_images'] == 8
     # ... and the real attention moves them.
     out = label_rmse(s.model.backbone,

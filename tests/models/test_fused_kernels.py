@@ -109,7 +109,7 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     with sdpa_kernel(FUSED), torch.autocast(device, dtype=torch.bfloat16):
         losses = model(**batch, mode='loss')
         traced = traced_forward(
-            model.backbone.backbone, batch['inputs'],
+            model.backbone, batch['inputs'],
             torch.stack([s.mix_pixel_weights for s in batch['data_samples']]),
             keep_history=True)
     losses['loss'].backward()

@@ -21,13 +21,7 @@ from tlalign_mm.models.spt_lsa import (
     ShiftedPatchTokenization,
     spt_token_labels,
 )
-from tlalign_mm.models.tracers import (
-    SLSwinTracer,
-    SLViTTracer,
-    SwinTracer,
-    ViTTracer,
-    get_tracer,
-)
+from tlalign_mm.models.tracers import SwinTracer, ViTTracer, get_tracer
 
 from .dense_reference_spt_lsa import (
     brute_force_spt_labels,
@@ -287,10 +281,10 @@ def test_switches_swap_only_what_they_name():
             assert all(
                 type(b.attn.w_msa) is (LocalityWindowMSA if lsa else WindowMSA)
                 for s in swin.stages for b in s.blocks)
-            tracers = (SLViTTracer if spt else ViTTracer,
-                       SLSwinTracer if spt else SwinTracer)
-            assert type(get_tracer(vit)) is tracers[0]
-            assert type(get_tracer(swin)) is tracers[1]
+            # No tracer of their own: the ViT/Swin tracers, with SPT's
+            # token rule and LSA as a MultiheadAttention/WindowMSA.
+            assert type(get_tracer(vit)) is ViTTracer
+            assert type(get_tracer(swin)) is SwinTracer
 
 
 def test_paper_archs():
@@ -577,9 +571,8 @@ def test_config_parses_and_model_builds(path):
         assert backbone.type.startswith('SL') == ('/sl-' in path)
     small = small_model_cfg(cfg)
     model = MODELS.build(small)
-    inner = model.backbone.backbone if is_tl else model.backbone
-    assert type(inner).__name__ == backbone.type
-    get_tracer(inner)
+    assert type(model.backbone).__name__ == backbone.type
+    get_tracer(model.backbone)
 
 
 def small_model_cfg(cfg):

@@ -226,7 +226,7 @@ def test_swin_tiny_geometry_224():
         dict(embed_dims=24, depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24]),
         out_indices=(3, ))
     assert isinstance(get_tracer(swin), SwinTracer)
-    assert SwinTracer.num_layers(swin) == 12
+    assert SwinTracer().num_layers(swin) == 12
     images, pw, _ = random_mix(1, 2, 224, 224, box=(30, 150, 50, 200))
     traced = traced_forward(swin, images, pw, keep_history=True)
     # 56, 28, 14, 7 tokens a side.

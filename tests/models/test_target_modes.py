@@ -32,7 +32,7 @@ def build(target, **kwargs):
     model = MODELS.build(model_cfg(target, **kwargs))
     model.init_weights()
     model.train()
-    model.backbone.backbone.eval()  # no drop-path: deterministic references
+    model.backbone.eval()  # no drop-path: deterministic references
     return model
 
 
@@ -108,7 +108,7 @@ def test_the_three_targets_on_one_model_and_batch():
     torch.testing.assert_close(aligned, expected)
 
     # transmix: the hand computation from the explicit last-block attention.
-    vit = transmix.backbone.backbone
+    vit = transmix.backbone
     # The class token's row, patch columns, of the last block.
     attn = explicit_attention(vit, inputs)[:, 0, vit.num_extra_tokens:]
     lam = transmix_lambda(attn, patch_labels(pixel_weights), cls_weights)
@@ -153,7 +153,7 @@ def test_transmix_trains_with_drop_path_and_a_distillation_token():
     batch = mixed_batch(model)
     losses = model(**batch, mode='loss')
     losses['loss'].backward()
-    assert model.backbone.backbone.cls_token.grad is not None
+    assert model.backbone.cls_token.grad is not None
     scores = torch.stack([s.gt_score for s in batch['data_samples']])
     torch.testing.assert_close(scores.sum(-1), torch.ones(4))
 

@@ -7,6 +7,7 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
 from tlalign_mm import align_labels
+from tlalign_mm.models.tracers import installed_session
 
 ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
 
@@ -46,7 +47,7 @@ def test_loss_uses_the_aligned_label(batch_size):
     mixed = torch.stack([s.gt_score for s in samples]).clone()
     targets = torch.stack([s.mix_targets for s in samples])
     pixel_weights = torch.stack([s.mix_pixel_weights for s in samples])
-    model.backbone.backbone.eval()  # no drop-path: a deterministic reference
+    model.backbone.eval()  # no drop-path: a deterministic reference
     expected = align_labels(model.backbone, batch['inputs'], pixel_weights,
                             targets, torch.stack([s.mix_cls_weights
                                                   for s in samples]))
@@ -104,9 +105,12 @@ def test_wrong_num_classes_is_a_clear_error():
         model(**batch, mode='loss')
 
 
-def test_align_cfg_reaches_the_wrapper():
+def test_align_cfg_reaches_the_backbone():
     model = MODELS.build(
         model_cfg() | dict(align_cfg=dict(align_layers='last',
                                           residual_norm=False)))
-    assert model.backbone.align_layers == 'last'
-    assert model.backbone.residual_norm is False
+    # The backbone is the plain one, with the options of its tracing.
+    assert type(model.backbone).__name__ == 'VisionTransformer'
+    session = installed_session(model.backbone)
+    assert session.align_layers == 'last'
+    assert session.residual_norm is False

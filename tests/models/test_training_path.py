@@ -32,11 +32,45 @@ def explicit_attention(attn, x):
     return A, out
 
 
-@pytest.mark.parametrize('follow', [True, False])
-def test_drop_path_keeps_labels_of_dropped_samples(follow):
-    vit = build_vit()
+class TorchBernoulliDropPath(torch.nn.Module):
+    """A drop-path whose RNG use differs from mmcv's and timm's: it draws
+    its mask with ``torch.bernoulli`` on a float vector."""
+
+    def __init__(self, drop_prob):
+        super().__init__()
+        self.drop_prob = drop_prob
+
+    def forward(self, x):
+        if not self.training or self.drop_prob == 0:
+            return x
+        keep = 1 - self.drop_prob
+        mask = torch.bernoulli(torch.full((x.shape[0], ), keep,
+                                          device=x.device))
+        return x * (mask / keep).view(-1, *([1] * (x.dim() - 1)))
+
+
+def set_drop_path(vit, kind, rate=0.5):
+    """Put a drop-path of ``kind`` on every block's attention branch: the
+    tracer must learn the mask from the module's own call, whatever RNG it
+    draws from."""
+    import timm.layers
     for layer in vit.layers:
-        layer.attn.out_drop.drop_prob = 0.5
+        if kind == 'mmcv':
+            layer.attn.out_drop.drop_prob = rate
+        elif kind == 'timm':
+            layer.attn.out_drop = timm.layers.DropPath(rate)
+        else:
+            layer.attn.out_drop = TorchBernoulliDropPath(rate)
+
+
+DROP_PATHS = ['mmcv', 'timm', 'torch.bernoulli']
+
+
+@pytest.mark.parametrize('kind', DROP_PATHS)
+@pytest.mark.parametrize('follow', [True, False])
+def test_drop_path_keeps_labels_of_dropped_samples(follow, kind):
+    vit = build_vit()
+    set_drop_path(vit, kind)
     vit.train()
     images, pw, _ = random_mix(8, 2, 32, 32)
     ios, handles = capture_attention_io(vit)
@@ -67,10 +101,11 @@ def test_drop_path_keeps_labels_of_dropped_samples(follow):
     assert dropped_any and kept_any  # the seed exercises both branches
 
 
-def test_tracing_draws_no_extra_random_numbers():
+@pytest.mark.parametrize('kind', DROP_PATHS)
+def test_tracing_draws_no_extra_random_numbers(kind):
     vit = build_vit(out_type='raw')
+    set_drop_path(vit, kind)
     for layer in vit.layers:
-        layer.attn.out_drop.drop_prob = 0.5
         layer.attn.attn_drop = 0.2
     vit.train()
     images, pw, _ = random_mix(6, 2, 32, 32)

@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 
 from tlalign_mm.core.token_labels import label_map_of
+from tlalign_mm.models.tracers import get_tracer
 
 from .label_rmse import aligned_source_weights
 
@@ -23,8 +24,7 @@ def token_grid(num_tokens: int, image_hw: Tuple[int, int]) -> Tuple[int, int]:
 
 def spatial_labels(backbone: nn.Module, labels: torch.Tensor) -> torch.Tensor:
     """``(B, N, S)`` token labels without the class/distillation tokens."""
-    n_extra = getattr(backbone, 'num_extra_tokens', 0)
-    return labels[:, n_extra:]
+    return labels[:, get_tracer(backbone).num_extra_tokens(backbone):]
 
 
 def label_colours(weights: torch.Tensor) -> torch.Tensor:
@@ -51,18 +51,16 @@ class LabelMaps(NamedTuple):
 
 
 @torch.no_grad()
-def label_maps(model_backbone: nn.Module, backbone: nn.Module,
-               batch) -> LabelMaps:
+def label_maps(backbone: nn.Module, batch) -> LabelMaps:
     """The initial and aligned label maps of a two-source
     :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch`, from
-    :func:`tlalign_mm.align_labels` (``return_token_labels=True``).
-    ``model_backbone`` is what ``align_labels`` gets; ``backbone`` the plain
-    one."""
+    :func:`tlalign_mm.align_labels` (``return_token_labels=True``) on the
+    model's backbone."""
     record = batch.record
     if record.num_sources != 2:
         raise ValueError('Label maps show two sources; mix the batch.')
     readout, history = aligned_source_weights(
-        model_backbone, batch.mixed, record.pixel_weights,
+        backbone, batch.mixed, record.pixel_weights,
         record.cls_weights, return_token_labels=True)
     hw = tuple(batch.mixed.shape[-2:])
     maps = []

@@ -22,34 +22,25 @@ from typing import Dict, List
 
 import torch
 import torch.nn as nn
-from mmpretrain.models.backbones import SwinTransformer, VisionTransformer
 
 from tlalign_mm.core.transmix import transmix_lambda_from_weighted
+from tlalign_mm.models.tracers import ViTTracer, get_tracer
 from tlalign_mm.models.transmix import transmix_forward
 
 from .label_rmse import aligned_source_weights
 
 
 def transformer_blocks(backbone: nn.Module) -> List[nn.Module]:
-    """The blocks whose outputs are the per-layer tokens, in order."""
-    if isinstance(backbone, VisionTransformer):
-        return list(backbone.layers)
-    if isinstance(backbone, SwinTransformer):
-        return [block for stage in backbone.stages for block in stage.blocks]
-    raise NotImplementedError(
-        f'The mixing-ratio analysis supports VisionTransformer and '
-        f'SwinTransformer, not {type(backbone).__name__}.')
+    """The blocks whose outputs are the per-layer tokens, in order (the
+    tracer's blocks)."""
+    return [block.block for block in get_tracer(backbone).blocks(backbone)]
 
 
 def readout_tokens(backbone: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """``(B, N, D)`` -> ``(B, D)``: the token the head classifies (class
-    token) or, for pooled models, the mean token. Works for features and
-    for token labels alike."""
-    if isinstance(backbone, VisionTransformer):
-        if backbone.out_type == 'cls_token':
-            return tokens[:, 0]
-        return tokens[:, backbone.num_extra_tokens:].mean(1)
-    return tokens.mean(1)
+    token) or, for pooled models, the mean token (the tracer's readout).
+    Works for features and for token labels alike."""
+    return get_tracer(backbone).readout(backbone, tokens)
 
 
 @torch.no_grad()
@@ -84,20 +75,17 @@ def similarity_ratio(mixed: torch.Tensor, a: torch.Tensor,
 
 
 def has_class_attention(backbone: nn.Module) -> bool:
-    return isinstance(backbone, VisionTransformer) and \
-        backbone.out_type == 'cls_token'
+    return isinstance(get_tracer(backbone), ViTTracer) and \
+        getattr(backbone, 'out_type', None) == 'cls_token'
 
 
 @torch.no_grad()
-def mixing_ratios(model_backbone: nn.Module, backbone: nn.Module,
-                  batch) -> Dict[str, torch.Tensor]:
+def mixing_ratios(backbone: nn.Module, batch) -> Dict[str, torch.Tensor]:
     """Per-image, per-block source-0 ratios of one two-source batch.
 
     Args:
-        model_backbone: what :func:`tlalign_mm.align_labels` gets (the
-            model's ``TLAlignBackbone``, whose options apply, or the plain
-            backbone).
-        backbone: the plain backbone.
+        backbone: the model's backbone (its TL-Align options, if it was
+            built by ``TLAlignBackbone``, apply).
         batch (MixedBatch): a two-source mixed batch.
 
     Returns:
@@ -113,7 +101,7 @@ def mixing_ratios(model_backbone: nn.Module, backbone: nn.Module,
     b = block_readouts(backbone, batch.source_images(1))
     similarity = torch.stack(
         [similarity_ratio(m, x, y) for m, x, y in zip(mixed, a, b)], 1)
-    _, history = aligned_source_weights(model_backbone, batch.mixed,
+    _, history = aligned_source_weights(backbone, batch.mixed,
                                         record.pixel_weights,
                                         record.cls_weights,
                                         return_token_labels=True)

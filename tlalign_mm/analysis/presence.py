@@ -45,7 +45,12 @@ class LayerPresence(NamedTuple):
 
 
 def _patch_stride(backbone: nn.Module) -> Tuple[int, int]:
-    conv = backbone.patch_embed.projection
+    embed = get_tracer(backbone).patch_embed(backbone)
+    conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
+    if not isinstance(conv, nn.Conv2d):
+        raise NotImplementedError(
+            'Token presence needs a patch embedding that is a convolution; '
+            f'{type(embed).__name__} is not.')
     if tuple(conv.kernel_size) != tuple(conv.stride) or any(
             p != 0 for p in (conv.padding if isinstance(conv.padding, tuple)
                              else (conv.padding, ))):
@@ -100,10 +105,10 @@ def token_presence(backbone: nn.Module,
     Returns:
         list[LayerPresence]: one per block.
     """
-    get_tracer(backbone)  # a clear error for unsupported backbones
+    tracer = get_tracer(backbone)  # a clear error for unsupported ones
     stride = _patch_stride(backbone)
     B, _, H, W = images.shape
-    n_extra = getattr(backbone, 'num_extra_tokens', 0)
+    n_extra = tracer.num_extra_tokens(backbone)
     n_input = math.ceil(H / stride[0]) * math.ceil(W / stride[1])
     out = []
     for layer, n_tokens in enumerate(block_grids(backbone, images)):

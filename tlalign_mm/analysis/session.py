@@ -20,8 +20,6 @@ from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner, load_checkpoint
 
-from tlalign_mm.models.tlalign_backbone import TLAlignBackbone
-
 NO_CHECKPOINT = ('', 'none', 'None', 'random')
 
 
@@ -102,13 +100,6 @@ def build_model(cfg: Config, checkpoint: Optional[str] = None,
     else:
         load_checkpoint(model, checkpoint, map_location='cpu', strict=True)
     return model.to(device).eval()
-
-
-def plain_backbone(model: nn.Module) -> nn.Module:
-    """The backbone as built from its config (inside a TLAlignBackbone)."""
-    backbone = model.backbone
-    return backbone.backbone if isinstance(backbone, TLAlignBackbone) \
-        else backbone
 
 
 def build_dataloader(cfg: Config, split: str = 'test',

@@ -26,6 +26,8 @@ from mmengine.config import Config
 from mmengine.logging import MMLogger
 from mmengine.runner.checkpoint import CheckpointLoader
 
+from tlalign_mm.models.tlalign_backbone import plain_backbone_cfg
+
 from .strict_pretrained import SCOPE, BackboneLoadError
 
 __all__ = [
@@ -34,7 +36,6 @@ __all__ = [
 ]
 
 TARGETS = ('mmpretrain', 'mmseg', 'mmdet')
-_WRAPPERS = ('TLAlignBackbone', )
 
 
 def _sha256(path: str) -> str:
@@ -75,9 +76,7 @@ def _pretrain_backbone_cfg(src_meta: dict) -> Optional[dict]:
         backbone = cfg.model.backbone.to_dict()
     except Exception:  # not a config we can parse here: skip the record
         return None
-    while backbone.get('type') in _WRAPPERS:
-        backbone = backbone['backbone']
-    return _plain(backbone)
+    return _plain(plain_backbone_cfg(backbone))
 
 
 def export_backbone(src: str,

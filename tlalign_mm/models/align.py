@@ -4,8 +4,59 @@ from typing import List, Optional, Tuple, Union
 import torch
 import torch.nn as nn
 
-from .tlalign_backbone import TLAlignBackbone
 from .traced_forward import traced_forward
+from .tracers import get_tracer
+
+
+def _check_distributions(name: str, x: torch.Tensor, dim: int) -> None:
+    if not torch.isfinite(x).all():
+        raise ValueError(f'{name} must be finite; it holds NaN or inf.')
+    if (x < 0).any():
+        raise ValueError(f'{name} must be non-negative; its smallest value '
+                         f'is {x.min().item():.4g}.')
+    total = x.sum(dim)
+    if not torch.allclose(total, torch.ones_like(total), atol=1e-4):
+        worst = (total - 1).abs().max().item()
+        raise ValueError(
+            f'{name} must sum to 1 over dim {dim} (distributions); the sums '
+            f'are off by up to {worst:.4g}.')
+
+
+def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
+                       pixel_weights: torch.Tensor, targets: torch.Tensor,
+                       cls_weights: Optional[torch.Tensor]) -> None:
+    """Every check of user-given inputs, before the forward: shapes, image
+    channels, and the values of the mixing record and targets (these read
+    tensor values, so they make a GPU wait; the training step, whose
+    records the batch augments make, checks shapes only)."""
+    if images.dim() != 4:
+        raise ValueError(f'images must be (B, C, H, W), got '
+                         f'{images.dim()}-D {tuple(images.shape)}.')
+    channels = get_tracer(backbone).input_channels(backbone)
+    if channels is not None and images.shape[1] != channels:
+        raise ValueError(
+            f'images have {images.shape[1]} channels but the backbone\'s '
+            f'patch embedding takes {channels}.')
+    if pixel_weights.dim() != 4:
+        raise ValueError('pixel_weights must be (B, S, H, W), got shape '
+                         f'{tuple(pixel_weights.shape)}.')
+    if targets.dim() != 3 or targets.shape[:2] != pixel_weights.shape[:2]:
+        raise ValueError(
+            f'targets must be (B, S, C) with (B, S) = '
+            f'{tuple(pixel_weights.shape[:2])} from pixel_weights, got '
+            f'{tuple(targets.shape)}.')
+    _check_distributions('pixel_weights (each pixel\'s share of each '
+                         'source)', pixel_weights.detach().float(), 1)
+    _check_distributions('targets (each source\'s label distribution)',
+                         targets.detach().float(), -1)
+    if cls_weights is not None:
+        if tuple(cls_weights.shape) != tuple(pixel_weights.shape[:2]):
+            raise ValueError(
+                f'cls_weights must be (B, S) = '
+                f'{tuple(pixel_weights.shape[:2])}, got '
+                f'{tuple(cls_weights.shape)}.')
+        _check_distributions('cls_weights (the class token\'s share of each '
+                             'source)', cls_weights.detach().float(), 1)
 
 
 @torch.no_grad()
@@ -21,15 +72,17 @@ def align_labels(
 
     Runs the backbone's own forward once, without gradients, in whatever mode
     (train/eval) it is in, and moves every token's label with the attention
-    that forward computes.
+    that forward computes. Every input is checked first, with a message that
+    names what is wrong.
 
     Args:
-        backbone (nn.Module): a plain mmpretrain backbone as built from a
-            config, or a :class:`TLAlignBackbone` (its options apply).
-        images (Tensor): ``(B, 3, H, W)`` mixed images.
+        backbone (nn.Module): a backbone a tracer supports, plain or built
+            by ``TLAlignBackbone`` (whose options then apply).
+        images (Tensor): ``(B, C, H, W)`` mixed images.
         pixel_weights (Tensor): ``(B, S, H, W)``, each pixel's share of each
             source; non-negative, summing to 1 over ``S``.
-        targets (Tensor): ``(B, S, C)``, each source's label distribution.
+        targets (Tensor): ``(B, S, C)``, each source's label distribution
+            (non-negative, summing to 1 over classes).
         cls_weights (Tensor, optional): ``(B, S)`` initial class-token label;
             defaults to each source's area share.
         return_token_labels (bool): also return the token labels, as source
@@ -41,17 +94,8 @@ def align_labels(
         from (the class token, or the mean over tokens for pooled models);
         with ``return_token_labels``, a tuple ``(labels, token_labels)``.
     """
-    if targets.dim() != 3 or targets.shape[:2] != pixel_weights.shape[:2]:
-        raise ValueError(
-            f'targets must be (B, S, C) with (B, S) = '
-            f'{tuple(pixel_weights.shape[:2])} from pixel_weights, got '
-            f'{tuple(targets.shape)}.')
-    if isinstance(backbone, TLAlignBackbone):
-        traced = backbone.forward_aligned(
-            images, pixel_weights, cls_weights,
-            keep_history=return_token_labels)
-    else:
-        traced = traced_forward(backbone, images, pixel_weights, cls_weights,
-                                keep_history=return_token_labels)
+    check_align_inputs(backbone, images, pixel_weights, targets, cls_weights)
+    traced = traced_forward(backbone, images, pixel_weights, cls_weights,
+                            keep_history=return_token_labels)
     labels = traced.expand(targets)
     return (labels, traced.history) if return_token_labels else labels

@@ -10,7 +10,8 @@ from mmpretrain.structures import DataSample
 
 from tlalign_mm.core.transmix import transmix_lambda_from_weighted
 
-from .tlalign_backbone import TLAlignBackbone
+from .tlalign_backbone import tlalign_backbone_cfg
+from .traced_forward import traced_forward
 from .transmix import (
     check_transmix_backbone,
     transmix_applies,
@@ -27,10 +28,12 @@ class TLAlignClassifier(ImageClassifier):
     with ``target``, the CutMix or TransMix target).
 
     In training, the mixing record that ``TLAlignDataPreprocessor`` attached
-    to each data sample goes to the backbone wrapper, which aligns the token
-    labels during the forward pass; the aligned label (expanded from source
-    weights to classes) replaces the mixed ``gt_score`` before the head's loss,
-    so label smoothing and the rest of the configured loss apply on top.
+    to each data sample goes with the images through the backbone's traced
+    forward (:func:`~tlalign_mm.models.traced_forward`), which aligns the
+    token labels during the forward pass; the aligned label (expanded from
+    source weights to classes) replaces the mixed ``gt_score`` before the
+    head's loss, so label smoothing and the rest of the configured loss apply
+    on top.
     ``predict``, ``val`` and ``test`` are ``ImageClassifier``'s, unchanged.
 
     A config that turns a plain mmpretrain recipe into its TL-Align twin only
@@ -41,10 +44,11 @@ class TLAlignClassifier(ImageClassifier):
 
     Args:
         backbone (dict): a ``TLAlignBackbone`` config, or a plain backbone
-            config, which is wrapped in ``TLAlignBackbone(**align_cfg)``.
-        align_cfg (dict, optional): options of the wrapper when ``backbone``
+            config, which is built as ``TLAlignBackbone(**align_cfg)``.
+            Either way ``self.backbone`` is the plain backbone module.
+        align_cfg (dict, optional): the alignment options when ``backbone``
             is plain (``align_layers``, ``residual_norm``,
-            ``follow_drop_path``).
+            ``follow_drop_path``; see ``TLAlignBackbone``).
         data_preprocessor (dict, optional): defaults to type
             ``TLAlignDataPreprocessor``, which records how pixels were mixed.
         target (str): the training target of a mixed batch.
@@ -75,13 +79,7 @@ class TLAlignClassifier(ImageClassifier):
             raise ValueError(
                 f'TLAlignClassifier target must be one of {TARGETS}, got '
                 f'{target!r}.')
-        if backbone.get('type') in ('TLAlignBackbone', TLAlignBackbone):
-            if align_cfg:
-                raise ValueError('Give align_cfg or a TLAlignBackbone config '
-                                 'with its options, not both.')
-        else:
-            backbone = dict(
-                type='TLAlignBackbone', backbone=backbone, **(align_cfg or {}))
+        backbone = tlalign_backbone_cfg(backbone, **(align_cfg or {}))
         if isinstance(data_preprocessor, dict) or data_preprocessor is None:
             data_preprocessor = dict(data_preprocessor or {})
             data_preprocessor.setdefault('type', 'TLAlignDataPreprocessor')
@@ -89,7 +87,7 @@ class TLAlignClassifier(ImageClassifier):
             backbone, *args, data_preprocessor=data_preprocessor, **kwargs)
         self.target = target
         if target == 'transmix':
-            check_transmix_backbone(self.backbone.backbone)
+            check_transmix_backbone(self.backbone)
 
     def loss(self, inputs: torch.Tensor,
              data_samples: List[DataSample]) -> dict:
@@ -116,7 +114,7 @@ class TLAlignClassifier(ImageClassifier):
                 'num_classes in data_preprocessor and head.')
 
         if self.target == 'transmix':
-            traced = transmix_forward(self.backbone.backbone, inputs,
+            traced = transmix_forward(self.backbone, inputs,
                                       pixel_weights)
             cls_weights = cls_weights.float()
             lam = transmix_lambda_from_weighted(traced.weights, cls_weights)
@@ -125,8 +123,8 @@ class TLAlignClassifier(ImageClassifier):
             lam = torch.where(applies[:, None], lam, cls_weights)
             traced = traced._replace(weights=lam)
         else:
-            traced = self.backbone.forward_aligned(inputs, pixel_weights,
-                                                   cls_weights)
+            traced = traced_forward(self.backbone, inputs, pixel_weights,
+                                    cls_weights)
         feats = self.neck(traced.feats) if self.with_neck else traced.feats
         for sample, score in zip(data_samples, traced.expand(targets)):
             sample.set_gt_score(score)

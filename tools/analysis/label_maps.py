@@ -35,7 +35,6 @@ from tlalign_mm.analysis.label_maps import (  # noqa: E402
 from tlalign_mm.analysis.session import (  # noqa: E402
     add_common_args,
     open_analysis,
-    plain_backbone,
     work_dir_for,
     write_json,
 )
@@ -58,7 +57,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     model, batches = open_analysis(args)
-    backbone = plain_backbone(model)
+    backbone = model.backbone
     work_dir = work_dir_for(args, 'label_maps')
     cols = {k: [] for k in ('image1', 'image2', 'mixed', 'initial',
                             'aligned')}
@@ -68,7 +67,7 @@ def main(argv=None):
         return display_images(model.data_preprocessor, images)
 
     for batch in batches:
-        maps = label_maps(model.backbone, backbone, batch)
+        maps = label_maps(backbone, batch)
         cols['image1'] += list(show(batch.source_images(0)))
         cols['image2'] += list(show(batch.source_images(1)))
         cols['mixed'] += list(show(batch.mixed))

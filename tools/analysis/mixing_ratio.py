@@ -33,7 +33,6 @@ from tlalign_mm.analysis.mixing_ratio import mixing_ratios  # noqa: E402
 from tlalign_mm.analysis.session import (  # noqa: E402
     add_common_args,
     open_analysis,
-    plain_backbone,
     work_dir_for,
     write_csv,
     write_json,
@@ -55,12 +54,11 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     model, batches = open_analysis(args)
-    backbone = plain_backbone(model)
+    backbone = model.backbone
     work_dir = work_dir_for(args, 'mixing_ratio')
     parts = {}
     for batch in batches:
-        for key, value in mixing_ratios(model.backbone, backbone,
-                                        batch).items():
+        for key, value in mixing_ratios(backbone, batch).items():
             parts.setdefault(key, []).append(value.cpu())
     if not parts:
         raise SystemExit('No images.')

@@ -34,7 +34,6 @@ from tlalign_mm.analysis.presence import token_presence  # noqa: E402
 from tlalign_mm.analysis.session import (  # noqa: E402
     add_common_args,
     open_analysis,
-    plain_backbone,
     work_dir_for,
     write_csv,
     write_json,
@@ -67,7 +66,7 @@ def summarise(values: np.ndarray, extra) -> dict:
 def main(argv=None):
     args = parse_args(argv)
     model, batches = open_analysis(args)
-    backbone = plain_backbone(model)
+    backbone = model.backbone
     work_dir = work_dir_for(args, 'token_presence')
     patches, extras, grids = None, None, None
     for batch in batches:

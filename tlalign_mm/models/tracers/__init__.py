@@ -1,30 +1,59 @@
-"""Per-architecture tracers: where tokens come from and which attention
-moves them. Each tracer implements ``supports``, ``num_layers``,
-``initial_labels``, ``trace`` and ``readout``."""
+"""Tracers: how token labels flow through each family of backbones.
+
+Dispatch is by module, not by backbone class: a backbone's tracer is the one
+whose attention modules it contains (:attr:`Tracer.attention_types`), and
+the modules that make tokens get their labels from one table of rules
+(:mod:`.token_rules`). So a subclass, or a new backbone assembled from
+supported attention and embedding modules (e.g. mmpretrain's ``DeiT3``, SL-ViT
+with SPT and LSA), needs no tracer code of its own.
+"""
+from .base import (
+    BlockTrace,
+    TracedBlock,
+    Tracer,
+    TraceSession,
+    install,
+    installed_session,
+    label_math,
+    tracing,
+)
 from .pvt import PVTTracer
-from .sl_swin import SLSwinTracer
-from .sl_vit import SLViTTracer
 from .swin import SwinTracer
+from .token_rules import register_token_rule, token_labels, token_rule
 from .vit import ViTTracer
 
-# A subclass's tracer goes before its base's (first match wins).
-TRACERS = [
-    SLViTTracer(), ViTTracer(), SLSwinTracer(), SwinTracer(), PVTTracer()
-]
+TRACERS = (ViTTracer(), SwinTracer(), PVTTracer())
 
 
-def get_tracer(backbone):
-    """The tracer for ``backbone``, or a clear error naming what is
-    supported."""
-    for tracer in TRACERS:
-        if tracer.supports(backbone):
-            return tracer
-    names = ', '.join(type(t).__name__ for t in TRACERS)
+def get_tracer(backbone) -> Tracer:
+    """The tracer whose attention modules ``backbone`` contains, or a clear
+    error naming what is supported."""
+    session = installed_session(backbone)
+    if session is not None:
+        return session.tracer
+    found = [t for t in TRACERS if t.supports(backbone)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        kinds = '; '.join(
+            f'{type(t).__name__}: {", ".join(t.attention_types)}'
+            for t in TRACERS)
+        raise NotImplementedError(
+            f'TL-Align has no tracer for {type(backbone).__name__}: it '
+            f'contains none of the attention modules the tracers read '
+            f'({kinds}). Supported backbones: mmpretrain VisionTransformer '
+            '(ViT, DeiT, distilled DeiT, DeiT3), SwinTransformer, SLViT, '
+            "SLSwin, and mmdet's PyramidVisionTransformer(V2). Add a Tracer "
+            'in tlalign_mm/models/tracers/ for another attention module.')
     raise NotImplementedError(
-        f'TL-Align has no tracer for {type(backbone).__name__}. Supported '
-        f'tracers: {names}. Use a supported backbone or add a tracer in '
-        'tlalign_mm/models/tracers/.')
+        f'{type(backbone).__name__} mixes the attention modules of '
+        f'{", ".join(type(t).__name__ for t in found)}; TL-Align traces one '
+        'family per backbone.')
 
 
-__all__ = ['TRACERS', 'get_tracer', 'ViTTracer', 'SwinTracer', 'PVTTracer',
-           'SLViTTracer', 'SLSwinTracer']
+__all__ = [
+    'BlockTrace', 'PVTTracer', 'SwinTracer', 'TRACERS', 'TraceSession',
+    'TracedBlock', 'Tracer', 'ViTTracer', 'get_tracer', 'install',
+    'installed_session', 'label_math', 'register_token_rule', 'token_labels',
+    'token_rule', 'tracing'
+]
