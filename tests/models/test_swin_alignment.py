@@ -92,34 +92,16 @@ def test_padding_rule_is_what_is_tested():
     assert max((a - b).abs().max() for a, b in zip(ours, other)) > 1e-3
 
 
-@pytest.mark.parametrize('S,size', [(1, 70), (2, 250), (3, 70)])
-def test_invariants_every_block(S, size):
+@pytest.mark.parametrize('size', [70, 250])
+def test_token_grid_of_every_block(size):
     # 250x250: 63x63 tokens (9x9 windows), 32x32 (padded to 35), 16x16.
     # 70x70: 18x18 (padded to 21), 9x9 (padded to 14), 5x5 (to 7).
     swin = build_swin(ARCH3, pad_small_map=True)
-    images, pw, targets = random_mix(2, S, size, size)
+    images, pw, targets = random_mix(2, 2, size, size)
     traced = traced_forward(swin, images, pw, keep_history=True)
     sides = [63, 32, 16] if size == 250 else [18, 9, 5]
     assert [h.shape[1] for h in traced.history] == \
         [sides[0]**2] * 3 + [sides[1]**2] * 2 + [sides[2]**2] * 2
-    for labels in traced.history + [traced.weights[:, None]]:
-        assert labels.dtype == torch.float32
-        assert (labels >= 0).all()
-        torch.testing.assert_close(labels.sum(-1),
-                                   torch.ones(labels.shape[:2]), atol=1e-6,
-                                   rtol=0)
-
-
-def test_mixup_is_unchanged():
-    swin = build_swin()
-    images, _, targets = random_mix(4, 2, 70, 70)
-    lam = torch.tensor([0.3, 0.5, 0.9, 0.1])
-    pw = torch.stack([lam, 1 - lam], 1)[:, :, None, None].expand(4, 2, 70, 70)
-    traced = traced_forward(swin, images, pw, keep_history=True)
-    for labels in traced.history:
-        torch.testing.assert_close(
-            labels, torch.stack([lam, 1 - lam], 1)[:, None].expand_as(labels),
-            atol=1e-6, rtol=0)
 
 
 class EyeSoftmax(nn.Softmax):
@@ -129,7 +111,9 @@ class EyeSoftmax(nn.Softmax):
         return torch.eye(x.shape[-1]).expand_as(x)
 
 
-def test_identity_attention_keeps_pooled_initial_labels():
+def test_merged_labels_are_the_mean_by_hand():
+    """With attention that moves nothing, only merging moves labels: the
+    merged labels are the hand-computed means of 2x2 groups."""
     swin = build_swin()
     for stage in swin.stages:
         for block in stage.blocks:
@@ -198,25 +182,6 @@ def test_labels_use_attention_before_dropout():
     # tokens (so later blocks differ), not the labels.
     torch.testing.assert_close(trained[1], evaluated[1], atol=1e-7, rtol=0)
     assert (trained[2] - evaluated[2]).abs().max() > 1e-4
-
-
-def test_wrapper_eval_is_bit_identical_and_checkpoint_is_plain():
-    cfg = dict(type='SwinTransformer', arch=ARCH2, img_size=64,
-               out_indices=(1, ))
-    wrapper = MODELS.build(dict(type='TLAlignBackbone', backbone=cfg))
-    plain = MODELS.build(cfg)
-    wrapper.init_weights()
-    state = wrapper.state_dict()
-    assert set(state) == set(plain.state_dict())
-    missing, unexpected = plain.load_state_dict(state, strict=True)
-    assert not missing and not unexpected
-    wrapper.eval()
-    plain.eval()
-    x = torch.randn(2, 3, 70, 70)
-    assert torch.equal(wrapper(x)[0], plain(x)[0])
-    images, pw, targets = random_mix(2, 2, 70, 70)
-    torch.testing.assert_close(align_labels(wrapper, images, pw, targets),
-                               align_labels(plain, images, pw, targets))
 
 
 def test_swin_tiny_geometry_224():

@@ -69,31 +69,8 @@ def test_matches_dense_reference(case):
                                    targets.double())).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize('S', [1, 2, 3])
-def test_invariants_every_layer(S):
-    vit = build_vit()
-    images, pw, targets = random_mix(4, S, 32, 32)
-    _, history = align_labels(vit, images, pw, targets,
-                              return_token_labels=True)
-    for labels in history:
-        assert labels.dtype == torch.float32
-        assert (labels >= 0).all()
-        torch.testing.assert_close(labels.sum(-1),
-                                   torch.ones(labels.shape[:2]),
-                                   atol=1e-6, rtol=0)
-
-
-def test_mixup_is_unchanged():
-    vit = build_vit(out_type='avg_featmap')
-    images, _, targets = random_mix(4, 2, 32, 32)
-    lam = torch.tensor([0.3, 0.5, 0.9, 0.1])
-    pw = torch.stack([lam, 1 - lam], 1)[:, :, None, None].expand(4, 2, 32, 32)
-    labels = align_labels(vit, images, pw, targets)
-    mixup = torch.einsum('bs,bsc->bc', torch.stack([lam, 1 - lam], 1), targets)
-    torch.testing.assert_close(labels, mixup, atol=1e-6, rtol=0)
-
-
-def test_identity_attention_keeps_initial_labels():
+def test_given_cls_weights_are_the_class_token_label():
+    """With attention that moves nothing, the label is ``cls_weights``."""
     vit = build_vit()
     for layer in vit.layers:  # attention that moves nothing: A = I
         layer.attn.scaled_dot_product_attention = \
@@ -116,33 +93,6 @@ def test_tokens_are_the_plain_forward():
     # the tokens agree to rounding, not bit for bit; eval is bit-identical.
     torch.testing.assert_close(traced.feats[0], plain[:, 0], atol=1e-5,
                                rtol=1e-5)
-
-
-def test_wrapper_eval_is_bit_identical_and_checkpoint_is_plain():
-    wrapper = MODELS.build(
-        dict(type='TLAlignBackbone',
-             backbone=dict(type='VisionTransformer', arch=ARCH, img_size=32,
-                           patch_size=8)))
-    plain = MODELS.build(
-        dict(type='VisionTransformer', arch=ARCH, img_size=32, patch_size=8))
-    wrapper.init_weights()
-    state = wrapper.state_dict()
-    assert set(state) == set(plain.state_dict())
-    assert state._metadata == plain.state_dict()._metadata  # versions too
-    missing, unexpected = plain.load_state_dict(state, strict=True)
-    assert not missing and not unexpected
-    wrapper.eval()
-    plain.eval()
-    x = torch.randn(2, 3, 32, 32)
-    assert torch.equal(wrapper(x)[0], plain(x)[0])
-    # and back: a plain checkpoint loads into the wrapper
-    again = MODELS.build(
-        dict(type='TLAlignBackbone',
-             backbone=dict(type='VisionTransformer', arch=ARCH, img_size=32,
-                           patch_size=8)))
-    again.load_state_dict(plain.state_dict(), strict=True)
-    again.eval()
-    assert torch.equal(again(x)[0], plain(x)[0])
 
 
 def test_bf16_autocast_keeps_labels_fp32_accurate():

@@ -1,0 +1,312 @@
+"""What every supported backbone must satisfy, one suite for all of them.
+
+Per-architecture exactness against dense references lives in
+``test_{vit,swin,pvt}_alignment.py`` and ``test_spt_lsa.py``; here:
+
+- labels are float32 distributions after every block, in eval and in
+  training with drop-path and attention dropout;
+- MixUp (the same mix at every pixel) is left unchanged by alignment;
+- with attention that moves nothing (``A = I``), no block moves a label;
+- the backbone ``TLAlignBackbone`` builds is the plain one: same class,
+  bit-identical evaluation, a plain checkpoint both ways;
+- a deep copy (EMA) traces on its own;
+- a backbone the package does not name, assembled from supported modules
+  (mmpretrain's ``DeiT3``, and a ViT-like class defined here that does not
+  subclass ``VisionTransformer``), is traced exactly with no tracer code of
+  its own.
+"""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+from mmcv.cnn.bricks.transformer import PatchEmbed
+from mmengine.model import BaseModule, ModuleList
+from mmpretrain.models.backbones.vision_transformer import (
+    TransformerEncoderLayer,
+)
+from mmpretrain.registry import MODELS
+
+from tlalign_mm import align_labels
+from tlalign_mm.models import traced_forward
+from tlalign_mm.models.tracers import ViTTracer, get_tracer, installed_session
+
+from . import test_pvt_alignment as pvt_tests
+from . import test_spt_lsa as sl_tests
+from . import test_swin_alignment as swin_tests
+from . import test_vit_alignment as vit_tests
+from .mixes import random_mix
+from .test_training_path import explicit_attention
+
+
+@MODELS.register_module(force=True)
+class TinyViTLike(BaseModule):
+    """A ViT the package knows nothing about: not a ``VisionTransformer``
+    subclass, only built from an mmcv ``PatchEmbed`` and mmpretrain
+    ``TransformerEncoderLayer``s (``MultiheadAttention``), with a class
+    token and the attributes a readout needs (``out_type``,
+    ``num_extra_tokens``)."""
+
+    out_type = 'cls_token'
+    num_extra_tokens = 1
+
+    def __init__(self, embed_dims=32, num_layers=2, num_heads=2, patch=8):
+        super().__init__()
+        self.patch_embed = PatchEmbed(in_channels=3, embed_dims=embed_dims,
+                                      kernel_size=patch, stride=patch)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, embed_dims))
+        self.layers = ModuleList([
+            TransformerEncoderLayer(embed_dims, num_heads, 2 * embed_dims)
+            for _ in range(num_layers)
+        ])
+
+    def forward(self, x):
+        x, _ = self.patch_embed(x)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1)
+        for layer in self.layers:
+            x = layer(x)
+        return (x[:, 0], )
+
+
+def sharpened(model, factor=4.0):
+    for m in model.modules():
+        if hasattr(m, 'qkv') and hasattr(m, 'head_dims'):
+            with torch.no_grad():
+                m.qkv.weight[:2 * m.embed_dims] *= factor
+    model.eval()  # some mmpretrain backbones' train() returns None
+    return model
+
+
+def build_deit3():
+    torch.manual_seed(0)
+    return sharpened(
+        MODELS.build(
+            dict(type='DeiT3', arch=dict(embed_dims=32, num_layers=2,
+                                         num_heads=2,
+                                         feedforward_channels=64),
+                 img_size=32, patch_size=8)))
+
+
+def build_vit_like():
+    torch.manual_seed(0)
+    return sharpened(TinyViTLike())
+
+
+# name: (plain backbone config builder, input side)
+BACKBONES = {
+    'ViT': (lambda: vit_tests.build_vit(), 32),
+    'ViT pooled, no class token': (lambda: vit_tests.build_vit(
+        out_type='avg_featmap', with_cls_token=False), 36),
+    'distilled DeiT': (
+        lambda: vit_tests.build_vit(type='DistilledVisionTransformer'), 32),
+    'DeiT3 (not named by the package)': (build_deit3, 32),
+    'ViT-like class (not named by the package)': (build_vit_like, 32),
+    'Swin, padded': (lambda: swin_tests.build_swin(
+        swin_tests.ARCH3, pad_small_map=True), 70),
+    'PVT v1': (lambda: pvt_tests.build_pvt(version=1), 70),
+    'PVT v2': (lambda: pvt_tests.build_pvt(version=2), 70),
+    'SL-ViT': (lambda: sl_tests.build_vit(), 30),
+    'SL-Swin': (lambda: sl_tests.build_swin(), 32),
+}
+NAMES = list(BACKBONES)
+
+
+def build(name):
+    make, side = BACKBONES[name]
+    return make(), side
+
+
+def check_distributions(labels):
+    assert labels.dtype == torch.float32
+    assert (labels >= 0).all()
+    torch.testing.assert_close(labels.sum(-1), torch.ones(labels.shape[:-1]),
+                               atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize('S', [1, 2, 3])
+@pytest.mark.parametrize('name', NAMES)
+def test_labels_are_distributions_after_every_block(name, S):
+    backbone, side = build(name)
+    images, pw, _ = random_mix(2, S, side, side)
+    traced = traced_forward(backbone, images, pw, keep_history=True)
+    assert len(traced.history) == get_tracer(backbone).num_layers(
+        backbone) + 1
+    for labels in traced.history + [traced.weights]:
+        check_distributions(labels)
+
+
+def set_dropouts(backbone, drop_path=0.5, attention=0.2):
+    """Drop-path on every attention branch and dropout on every attention
+    matrix (each family keeps the latter in its own attribute)."""
+    for block in get_tracer(backbone).blocks(backbone):
+        block.drop_path.drop_prob = drop_path
+        attn = block.attention
+        if hasattr(attn, 'w_msa'):  # Swin: nn.Dropout on the softmax
+            attn.w_msa.attn_drop.p = attention
+        elif isinstance(getattr(attn, 'attn', None), nn.MultiheadAttention):
+            attn.attn.dropout = attention  # PVT
+        else:
+            attn.attn_drop = attention  # mmpretrain MultiheadAttention
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_labels_are_distributions_in_training_with_dropouts(name):
+    backbone, side = build(name)
+    set_dropouts(backbone)
+    backbone.train()
+    images, pw, _ = random_mix(4, 2, side, side)
+    torch.manual_seed(0)
+    traced = traced_forward(backbone, images, pw, keep_history=True)
+    for labels in traced.history + [traced.weights]:
+        check_distributions(labels)
+    for feats in torch.utils._pytree.tree_leaves(traced.feats):
+        assert torch.isfinite(feats).all()
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_mixup_is_unchanged(name):
+    backbone, side = build(name)
+    images, _, targets = random_mix(3, 2, side, side)
+    lam = torch.tensor([0.3, 0.9, 0.1])
+    weights = torch.stack([lam, 1 - lam], 1)
+    pw = weights[:, :, None, None].expand(3, 2, side, side)
+    labels, history = align_labels(backbone, images, pw, targets,
+                                   return_token_labels=True)
+    for tokens in history:
+        torch.testing.assert_close(tokens, weights[:, None].expand_as(tokens),
+                                   atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        labels, torch.einsum('bs,bsc->bc', weights, targets), atol=1e-6,
+        rtol=0)
+
+
+class EyeSoftmax(nn.Softmax):
+    """Window attention that moves nothing: ``A = I``."""
+
+    def forward(self, x):
+        return torch.eye(x.shape[-1]).expand_as(x)
+
+
+def identity_attention(q, k, v, attn_mask=None, dropout_p=0., **kwargs):
+    return v
+
+
+def make_attention_identity(backbone):
+    """``A = I`` in every block, where the family's attention allows it
+    (PVT's reduced keys do not: it has no identity attention)."""
+    for block in get_tracer(backbone).blocks(backbone):
+        attn = block.attention
+        if isinstance(get_tracer(backbone), ViTTracer):
+            attn.scaled_dot_product_attention = identity_attention
+        elif hasattr(attn, 'w_msa'):
+            attn.w_msa.softmax = EyeSoftmax(dim=-1)
+        else:
+            pytest.skip('spatial-reduction attention has no identity')
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_identity_attention_moves_no_label(name):
+    backbone, side = build(name)
+    make_attention_identity(backbone)
+    images, pw, _ = random_mix(2, 2, side, side, box=(3, 21, 5, 19))
+    traced = traced_forward(backbone, images, pw, keep_history=True)
+    moved_by_merging = 0
+    for before, after in zip(traced.history, traced.history[1:]):
+        if before.shape == after.shape:  # no merging in between
+            torch.testing.assert_close(after, before, atol=1e-6, rtol=0)
+        else:
+            moved_by_merging += 1
+    # ... and with the real attention, blocks do move labels.
+    real, _ = build(name)
+    moved = traced_forward(real, images, pw, keep_history=True).history
+    assert max((a - b).abs().max() for a, b in zip(moved, moved[1:])
+               if a.shape == b.shape) > 1e-3
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_built_backbone_is_the_plain_one(name):
+    plain, side = build(name)
+    cfg_backbone = copy.deepcopy(plain)
+    built = MODELS.build(dict(type='TLAlignBackbone',
+                              backbone=dict(type='ReturnModule',
+                                            module=cfg_backbone)))
+    assert built is cfg_backbone and type(built) is type(plain)
+    state, reference = built.state_dict(), plain.state_dict()
+    assert list(state) == list(reference)
+    assert state._metadata == reference._metadata
+    plain.load_state_dict(state, strict=True)
+    built.load_state_dict(reference, strict=True)
+    x = torch.randn(2, 3, side, side)
+    leaves = torch.utils._pytree.tree_leaves
+    for ours, theirs in zip(leaves(built(x)), leaves(plain(x))):
+        assert torch.equal(ours, theirs)
+    # The same labels as tracing the plain backbone for one call.
+    images, pw, targets = random_mix(2, 2, side, side)
+    torch.testing.assert_close(align_labels(built, images, pw, targets),
+                               align_labels(plain, images, pw, targets),
+                               atol=0, rtol=0)
+
+
+@MODELS.register_module(force=True)
+def ReturnModule(module):
+    """Test helper: 'build' an existing module."""
+    return module
+
+
+@pytest.mark.parametrize('name', ['ViT', 'Swin, padded', 'PVT v2'])
+def test_a_deep_copy_traces_on_its_own(name):
+    plain, side = build(name)
+    built = MODELS.build(dict(type='TLAlignBackbone',
+                              backbone=dict(type='ReturnModule',
+                                            module=plain),
+                              align_layers='last'))
+    ema = copy.deepcopy(built)
+    assert installed_session(ema) is not installed_session(built)
+    assert installed_session(ema).align_layers == 'last'
+    images, pw, targets = random_mix(2, 2, side, side)
+    ours = align_labels(ema, images, pw, targets)
+    torch.testing.assert_close(ours, align_labels(built, images, pw, targets),
+                               atol=0, rtol=0)
+    # The copy's taps serve the copy: changing its weights changes its
+    # labels only.
+    with torch.no_grad():
+        for p in ema.parameters():
+            p.mul_(1.5)
+    assert (align_labels(ema, images, pw, targets) - ours).abs().max() > 1e-4
+    torch.testing.assert_close(align_labels(built, images, pw, targets),
+                               ours, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize('name', ['DeiT3 (not named by the package)',
+                                  'ViT-like class (not named by the package)'])
+def test_unnamed_vit_like_backbone_matches_dense_attention(name):
+    """The tracer's labels equal explicit head-averaged attention applied to
+    the labels block by block, with each block's input read off a plain
+    forward."""
+    backbone, side = build(name)
+    assert type(get_tracer(backbone)) is ViTTracer
+    images, pw, targets = random_mix(2, 2, side, side, box=(3, 21, 5, 30))
+    inputs = []
+    handles = [
+        layer.attn.register_forward_hook(
+            lambda m, args, out: inputs.append(args[0]))
+        for layer in backbone.layers
+    ]
+    with torch.no_grad():
+        backbone(images)
+    for h in handles:
+        h.remove()
+    patches = pw.reshape(2, 2, side // 8, 8, side // 8, 8).mean((3, 5))
+    Y = torch.cat([pw.mean((2, 3))[:, None],
+                   patches.flatten(2).transpose(1, 2)], 1).double()
+    expected = [Y]
+    for layer, x in zip(backbone.layers, inputs):
+        with torch.no_grad():
+            A, _ = explicit_attention(layer.attn, x)
+        Y = (Y + A.mean(1).double() @ Y) / 2
+        expected.append(Y)
+    _, history = align_labels(backbone, images, pw, targets,
+                              return_token_labels=True)
+    for ours, theirs in zip(history, expected):
+        assert (ours.double() - theirs).abs().max() <= 1e-5
+    assert (expected[-1][:, 0] - expected[0][:, 0]).abs().max() > 1e-3
