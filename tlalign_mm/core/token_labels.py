@@ -46,11 +46,26 @@ def window_mean(label_map: torch.Tensor,
     B, S, H, W = label_map.shape
     kernel_size, stride = _pair(kernel_size), _pair(stride)
     padding, dilation = _pair(padding), _pair(dilation)
+    pre = tuple(pre_pad) if pre_pad is not None else (0, 0, 0, 0)
+    # Checked on the geometry (Python ints), not on the counts below:
+    # reading a tensor would make a GPU wait in every training step.
+    for size, k, st, p, d, lo, hi in ((H, kernel_size[0], stride[0],
+                                        padding[0], dilation[0], pre[2],
+                                        pre[3]),
+                                       (W, kernel_size[1], stride[1],
+                                        padding[1], dilation[1], pre[0],
+                                        pre[1])):
+        if _a_window_reads_only_padding(size, k, st, p, d, lo, hi):
+            raise ValueError(
+                'A token window covers only padding, so it has no label. The '
+                f'geometry (kernel {kernel_size}, stride {stride}, padding '
+                f'{padding}, dilation {dilation}, pre-padding {pre_pad}) '
+                f'does not fit a {H}x{W} map.')
     valid = label_map.new_ones(1, 1, H, W)
     x = label_map.reshape(B * S, 1, H, W)
-    if pre_pad is not None and any(pre_pad):
-        x = F.pad(x, list(pre_pad))
-        valid = F.pad(valid, list(pre_pad))
+    if any(pre):
+        x = F.pad(x, list(pre))
+        valid = F.pad(valid, list(pre))
     if dilation == (1, 1) and all(p <= k // 2
                                   for p, k in zip(padding, kernel_size)):
         # Sum pooling: a memory-bound pass, where a ones-kernel convolution
@@ -64,13 +79,24 @@ def window_mean(label_map: torch.Tensor,
         conv = dict(stride=stride, padding=padding, dilation=dilation)
         mass = F.conv2d(x, ones, **conv)
         count = F.conv2d(valid, ones, **conv)
-    if (count <= 0).any():
-        raise ValueError(
-            'A token window covers only padding, so it has no label. The '
-            f'geometry (kernel {kernel_size}, stride {stride}, padding '
-            f'{padding}, pre-padding {pre_pad}) does not fit a '
-            f'{H}x{W} map.')
     return (mass / count).reshape(B, S, *mass.shape[-2:])
+
+
+def _a_window_reads_only_padding(size: int, kernel: int, stride: int,
+                                 padding: int, dilation: int, pre_lo: int,
+                                 pre_hi: int) -> bool:
+    """Along one axis: whether some window of a convolution over a map of
+    ``size`` real positions (after ``pre_lo``/``pre_hi`` explicit zero
+    padding, then ``padding``) samples no real position."""
+    length = pre_lo + size + pre_hi
+    span = dilation * (kernel - 1) + 1
+    for i in range((length + 2 * padding - span) // stride + 1):
+        start = i * stride - padding
+        # The first of the window's samples at or after the real region.
+        j = max(0, -(-(pre_lo - start) // dilation))
+        if j >= kernel or start + j * dilation >= pre_lo + size:
+            return True
+    return False
 
 
 def flatten_label_map(label_map: torch.Tensor) -> torch.Tensor:

@@ -2,10 +2,8 @@
 from numbers import Number
 from typing import Optional, Sequence
 
-import torch
 from mmpretrain.models.utils.data_preprocessor import ClsDataPreprocessor
 from mmpretrain.registry import MODELS
-from mmpretrain.structures import DataSample
 
 from .wrapper import TLRandomBatchAugment
 
@@ -14,14 +12,14 @@ from .wrapper import TLRandomBatchAugment
 class TLAlignDataPreprocessor(ClsDataPreprocessor):
     """mmpretrain's :class:`ClsDataPreprocessor` that records the batch mix.
 
-    It normalises, pads, stacks and builds one-hot scores exactly as
-    :class:`ClsDataPreprocessor` (it calls it), then, in training with batch
-    augmentations, mixes the normalised padded batch with a
-    :class:`TLRandomBatchAugment` (so the augments must be recording ones,
-    e.g. ``TLCutMix`` / ``TLMixup``). The mixed ``gt_score`` set on each data
-    sample is the one :class:`ClsDataPreprocessor` would set with the
-    corresponding mmpretrain augment (same random draws), so a plain
-    classifier trains exactly as with it.
+    It is :class:`ClsDataPreprocessor` (it normalises, pads, stacks, builds
+    one-hot scores and, in training, mixes the normalised padded batch)
+    with a :class:`TLRandomBatchAugment` as its batch augmentation (so the
+    augments must be recording ones, e.g. ``TLCutMix`` / ``TLMixup``). The
+    mixed ``gt_score`` set on each data sample is the one
+    :class:`ClsDataPreprocessor` would set with the corresponding
+    mmpretrain augment (same random draws), so a plain classifier trains
+    exactly as with it.
 
     In that case each :class:`DataSample` also gets (``S`` = number of
     sources of the batch: 2 for the two-source mixes, 1 when the random
@@ -87,8 +85,9 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                 self.to_onehot = True
 
     def forward(self, data: dict, training: bool = False) -> dict:
-        """Pre-process like :class:`ClsDataPreprocessor`; in training, mix
-        with a record and attach it to the data samples.
+        """Pre-process with :class:`ClsDataPreprocessor`, which mixes with
+        :class:`TLRandomBatchAugment`; in training, also attach the mix's
+        record to the data samples.
 
         Args:
             data (dict): data sampled from dataloader.
@@ -97,27 +96,19 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
         Returns:
             dict: Data in the same format as the model input.
         """
-        # Normalise, pad and stack the inputs, set ``gt_label`` and the
-        # unmixed (one-hot) ``gt_score``; no batch augmentation here.
-        data = super().forward(data, training=False)
+        data = super().forward(data, training=training)
         if not training or self.batch_augments is None:
             return data
-
-        inputs, data_samples = data['inputs'], data['data_samples']
-        if not data_samples or not isinstance(data_samples[0], DataSample) \
-                or 'gt_score' not in data_samples[0]:
-            # ClsDataPreprocessor does not mix without scores either.
+        # ClsDataPreprocessor mixed the batch (one pass, one gt_score per
+        # sample) if it had scores to mix; the record waits on the augment.
+        taken = self.batch_augments.take_record()
+        if taken is None:
             return data
-
-        # The batch score ClsDataPreprocessor would mix, before mixing.
-        batch_score = torch.stack([sample.gt_score for sample in data_samples])
-        inputs, mixed_score, record = self.batch_augments(inputs, batch_score)
-        source_targets = record.source_targets(batch_score.float())
-
-        for i, sample in enumerate(data_samples):
-            sample.set_gt_score(mixed_score[i])
+        record, scores = taken
+        source_targets = record.source_targets(scores.float())
+        for i, sample in enumerate(data['data_samples']):
             sample.set_field(record.pixel_weights[i], 'mix_pixel_weights')
             sample.set_field(source_targets[i], 'mix_targets')
             sample.set_field(record.cls_weights[i], 'mix_cls_weights')
             sample.set_field(record.mode, 'mix_mode', field_type='metainfo')
-        return {'inputs': inputs, 'data_samples': data_samples}
+        return data

@@ -1,5 +1,5 @@
 """Per-batch random choice of a recording batch augmentation."""
-from typing import Callable, Tuple, Union
+from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -48,7 +48,7 @@ class TLRandomBatchAugment(RandomBatchAugment):
                     f'has no `mix_with_record`), which TL-Align needs: '
                     f'{hint} from `tlalign_mm.mixing`.')
 
-    def __call__(
+    def mix_with_record(
         self, batch_input: torch.Tensor, batch_score: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
         """Randomly apply one batch augmentation and record it.
@@ -72,3 +72,21 @@ class TLRandomBatchAugment(RandomBatchAugment):
         record = MixRecord.identity(
             batch_size, img_h, img_w, device=batch_input.device)
         return batch_input, batch_score.float(), record
+
+    def __call__(self, batch_input: torch.Tensor,
+                 batch_score: torch.Tensor
+                 ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """mmpretrain's interface: the (mixed) inputs and scores. The record
+        of the call waits in :meth:`take_record` (``ClsDataPreprocessor``
+        calls this, and ``TLAlignDataPreprocessor`` takes the record right
+        after)."""
+        inputs, scores, record = self.mix_with_record(batch_input,
+                                                      batch_score)
+        self._last = (record, batch_score)
+        return inputs, scores
+
+    def take_record(self) -> Optional[Tuple[MixRecord, torch.Tensor]]:
+        """The record of the last call and the unmixed ``(N, num_classes)``
+        scores it mixed, handed over once; ``None`` if there is none."""
+        last, self._last = getattr(self, '_last', None), None
+        return last

@@ -147,7 +147,8 @@ class BlockTrace:
         use, whatever it is, is followed."""
         state = self.session.state
         if state is not None and state.follow_drop_path and module.training:
-            self.keep = output.detach().flatten(1).any(1)
+            # any() is not differentiable: no graph, no detach needed.
+            self.keep = output.any(dim=tuple(range(1, output.dim())))
 
     def commit_hook(self, module: nn.Module, args, output) -> None:
         """Forward hook of the block: take its label step."""
