@@ -84,3 +84,13 @@ class SyncCounter(TorchFunctionMode):
             frame = traceback.extract_stack(limit=3)[0]
             self.calls.append((name, f'{frame.filename}:{frame.lineno}'))
         return func(*args, **(kwargs or {}))
+
+
+def step_cost(model, data: dict) -> Tuple[OpCounter, SyncCounter]:
+    """The operations and host syncs of one training step of ``model``
+    (forward with the loss, and backward), on ``data`` as the model's data
+    preprocessor returns it (the preprocessing is not counted)."""
+    with OpCounter() as ops, SyncCounter() as syncs:
+        losses = model(**data, mode='loss')
+        sum(v for k, v in losses.items() if 'loss' in k).backward()
+    return ops, syncs

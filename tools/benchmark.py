@@ -1,21 +1,29 @@
 """Training-step time and memory of TL-Align against plain CutMix.
 
-Three settings share one model's weights and one batch and are timed in
+Settings share one model's weights and one batch and are timed in
 interleaved repetitions in one process, so machine noise hits all alike:
 
 - ``cutmix``: mmpretrain's ``ImageClassifier`` with ``CutMix`` (the baseline);
-- ``tlalign``: ``TLAlignClassifier`` with ``TLCutMix`` (fused attention, labels
-  as source weights);
+- ``tlalign``: ``TLAlignClassifier`` with ``TLCutMix``;
 - ``dense``: the original code's approach, for reference: explicit attention
-  matrices and labels carried as ``(B, N, C)`` class vectors.
+  matrices and labels carried as ``(B, N, C)`` class vectors;
+- with ``--compile``, also ``cutmix+compile`` and ``tlalign+compile``: the
+  model's forward and loss under ``torch.compile`` (backward and optimizer
+  step eager). mmpretrain's drop-path rates are numpy scalars, on which
+  dynamo breaks the graph in every drop-path (upstream; CutMix alike):
+  ``--compile`` makes them Python floats in every setting.
 
-Printed: median step time and the ratio to ``cutmix``; memory as the peak
+Printed: the operations a TL-Align step dispatches beyond a CutMix step,
+per block (deterministic; ``tests/models/test_step_cost.py`` keeps a
+ceiling); median step time and the ratio to ``cutmix``; memory as the peak
 allocated on CUDA, or on CPU as the bytes autograd saves for backward (the
 part of the peak that TL-Align could change).
 
     .venv/bin/python tools/benchmark.py --model deit-small
+    .venv/bin/python tools/benchmark.py --model deit-small --compile
+    .venv/bin/python tools/benchmark.py --model demo-vit --threads 1
     .venv/bin/python tools/benchmark.py --model deit-small --device cuda \
-        --batch-size 128 --bf16
+        --batch-size 128 --bf16 --compile
 """
 import argparse
 import contextlib
@@ -29,6 +37,13 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
 import tlalign_mm  # noqa: F401
+from tlalign_mm.cost import step_cost
+
+# The main job's tiny ViT (configs/demo): 16 px digits, patch 4 (16 tokens),
+# 64 dims, 4 blocks of 4 heads, 10 classes.
+DEMO_ARCH = dict(embed_dims=64, num_layers=4, num_heads=4,
+                 feedforward_channels=128)
+DEMO = dict(img_size=16, num_classes=10, batch_size=64)
 
 MODELS_ZOO = {
     'deit-small': dict(
@@ -48,6 +63,15 @@ MODELS_ZOO = {
                       drop_path_rate=0.2),
         neck=dict(type='GlobalAveragePooling'),
         head=dict(type='LinearClsHead', in_channels=768)),
+    'demo-vit': dict(
+        backbone=dict(type='VisionTransformer', arch=DEMO_ARCH, img_size=16,
+                      patch_size=4, drop_path_rate=0.1),
+        head=dict(type='VisionTransformerClsHead', in_channels=64)),
+    'demo-sl-vit': dict(
+        backbone=dict(type='SLViT', arch=DEMO_ARCH, img_size=16,
+                      patch_size=4, drop_path_rate=0.1, use_spt=True,
+                      use_lsa=True),
+        head=dict(type='VisionTransformerClsHead', in_channels=64)),
     'pvt-small': dict(
         backbone=dict(type='mmdet.PyramidVisionTransformer',
                       num_layers=[3, 4, 6, 3], qkv_bias=True,
@@ -58,15 +82,18 @@ MODELS_ZOO = {
 
 
 def build(model_name, mode, num_classes):
+    """The classifier of ``mode`` (``cutmix``, ``tlalign``, ``dense``; any
+    ``+compile`` suffix is applied by :func:`compiled`)."""
+    mode = mode.split('+')[0]
     if model_name.startswith('pvt'):
         import mmdet.models  # noqa: F401  (registers PVT; needs mmcv's ops)
     spec = copy.deepcopy(MODELS_ZOO[model_name])
     head = dict(spec.pop('head'), num_classes=num_classes,
                 loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1,
                           mode='original'))
-    aug = 'CutMix' if mode == 'cutmix' else 'TLCutMix'
+    aug = 'TLCutMix' if mode == 'tlalign' else 'CutMix'
     cfg = dict(
-        type='ImageClassifier' if mode == 'cutmix' else 'TLAlignClassifier',
+        type='TLAlignClassifier' if mode == 'tlalign' else 'ImageClassifier',
         head=head,
         data_preprocessor=dict(
             num_classes=num_classes, mean=[123.675, 116.28, 103.53],
@@ -74,6 +101,16 @@ def build(model_name, mode, num_classes):
             batch_augments=dict(augments=[dict(type=aug, alpha=1.0)])),
         **spec)
     return MODELS.build(cfg)
+
+
+def compiled(model):
+    """``model``'s forward (with the loss) under ``torch.compile``, with its
+    drop-path rates as Python floats (see the module docstring)."""
+    for module in model.modules():
+        if hasattr(module, 'drop_prob'):
+            module.drop_prob = float(module.drop_prob)
+    model.forward = torch.compile(model.forward)
+    return model
 
 
 @contextmanager
@@ -112,8 +149,16 @@ def saved_bytes():
     return total, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
 
 
+def fresh(data):
+    """The batch as the dataloader gives it: the data preprocessor writes
+    scores into the data samples, so each step gets its own."""
+    return dict(inputs=data['inputs'],
+                data_samples=[s.clone() for s in data['data_samples']])
+
+
 def step(model, optim, data, mode, device, bf16, num_classes):
-    batch = model.data_preprocessor(copy.copy(data), training=True)
+    batch = model.data_preprocessor(fresh(data), training=True)
+    mode = mode.split('+')[0]
     ctx = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     total, hooks = saved_bytes()
     if device.type == 'cuda':
@@ -143,35 +188,67 @@ def step(model, optim, data, mode, device, bf16, num_classes):
     return time.perf_counter() - start, mem
 
 
+def extra_ops_per_block(model_name, data, num_classes):
+    """Operations a TL-Align step dispatches beyond a CutMix step, per
+    block (forward and backward; deterministic)."""
+    totals = {}
+    for mode in ('cutmix', 'tlalign'):
+        torch.manual_seed(0)
+        model = build(model_name, mode, num_classes)
+        model.train()
+        torch.manual_seed(1)
+        batch = model.data_preprocessor(fresh(data), training=True)
+        ops, _ = step_cost(model, batch)
+        totals[mode] = ops.total
+        if mode == 'tlalign':
+            from tlalign_mm.models.tracers import get_tracer
+            blocks = get_tracer(model.backbone).num_layers(model.backbone)
+    return (totals['tlalign'] - totals['cutmix']) / blocks
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--model', default='deit-small', choices=MODELS_ZOO)
-    parser.add_argument('--modes', default='cutmix,tlalign,dense')
-    parser.add_argument('--batch-size', type=int, default=16)
-    parser.add_argument('--img-size', type=int, default=224)
-    parser.add_argument('--num-classes', type=int, default=1000)
-    parser.add_argument('--reps', type=int, default=6)
+    parser.add_argument('--modes', default=None,
+                        help='comma-separated settings (default: cutmix, '
+                        'tlalign, dense for DeiT; with --compile also the '
+                        'compiled cutmix and tlalign)')
+    parser.add_argument('--compile', action='store_true',
+                        help='also time the settings under torch.compile')
+    parser.add_argument('--batch-size', type=int, default=None,
+                        help='default: 64 for demo-*, 16 otherwise')
+    parser.add_argument('--img-size', type=int, default=None,
+                        help='default: 16 for demo-*, 224 otherwise')
+    parser.add_argument('--num-classes', type=int, default=None,
+                        help='default: 10 for demo-*, 1000 otherwise')
+    parser.add_argument('--reps', type=int, default=None,
+                        help='timed rounds (default: 50 for demo-*, 6)')
+    parser.add_argument('--threads', type=int, default=None,
+                        help='torch intra-op threads (default: torch\'s)')
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--bf16', action='store_true')
     parser.add_argument('--profile', action='store_true',
                         help='also print each setting\'s top operators '
                         '(torch.profiler, two steps)')
     args = parser.parse_args()
+    demo = args.model.startswith('demo')
+    for key, default in (('batch_size', DEMO['batch_size'] if demo else 16),
+                         ('img_size', DEMO['img_size'] if demo else 224),
+                         ('num_classes', DEMO['num_classes'] if demo else
+                          1000), ('reps', 50 if demo else 6)):
+        if getattr(args, key) is None:
+            setattr(args, key, default)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    modes = args.modes.split(',')
-    if 'dense' in modes and not args.model.startswith('deit'):
-        modes.remove('dense')
+    if args.modes:
+        modes = args.modes.split(',')
+    else:
+        modes = ['cutmix', 'tlalign'] + (
+            ['dense'] if args.model.startswith('deit') else [])
+        if args.compile:
+            modes += ['cutmix+compile', 'tlalign+compile']
 
-    torch.manual_seed(0)
-    base = build(args.model, 'cutmix', args.num_classes).to(device)
-    models, optims = {}, {}
-    for mode in modes:
-        m = build(args.model, 'cutmix' if mode == 'dense' else mode,
-                  args.num_classes).to(device)
-        m.load_state_dict(base.state_dict())  # one set of weights for all
-        m.train()
-        models[mode] = m
-        optims[mode] = torch.optim.AdamW(m.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(0)
     data = dict(
         inputs=[torch.randint(0, 256, (3, args.img_size, args.img_size),
@@ -180,30 +257,49 @@ def main():
         data_samples=[DataSample().set_gt_label(int(i)) for i in
                       torch.randint(0, args.num_classes, (args.batch_size,),
                                     generator=g)])
+    per_block = extra_ops_per_block(args.model, dict(
+        inputs=data['inputs'][:2], data_samples=data['data_samples'][:2]),
+        args.num_classes)
     if device.type == 'cuda':
         data['inputs'] = [x.to(device) for x in data['inputs']]
 
+    torch.manual_seed(0)
+    base = build(args.model, 'cutmix', args.num_classes).to(device)
+    models, optims = {}, {}
+    for mode in modes:
+        m = build(args.model, mode, args.num_classes).to(device)
+        m.load_state_dict(base.state_dict())  # one set of weights for all
+        m.train()
+        if mode.endswith('+compile'):
+            compiled(m)
+        models[mode] = m
+        optims[mode] = torch.optim.AdamW(m.parameters(), lr=1e-4)
+
     times = {m: [] for m in modes}
     mems = {m: 0 for m in modes}
-    for rep in range(args.reps + 1):
+    warmup = 3 if args.compile else 1  # compiling takes the first calls
+    for rep in range(args.reps + warmup):
         for mode in modes:
             t, mem = step(models[mode], optims[mode], data, mode, device,
                           args.bf16, args.num_classes)
-            if rep > 0:  # the first round warms up
+            if rep >= warmup:
                 times[mode].append(t)
                 mems[mode] = max(mems[mode], mem)
-    ref_t = statistics.median(times[modes[0]])
-    ref_m = mems[modes[0]]
     mem_name = ('peak MiB' if device.type == 'cuda' else
                 'saved-for-backward MiB')
     print(f'model={args.model} device={device} batch={args.batch_size} '
           f'img={args.img_size} classes={args.num_classes} bf16={args.bf16} '
           f'reps={args.reps} threads={torch.get_num_threads()}')
-    print(f'{"setting":10s} {"step s":>8s} {"x cutmix":>9s} '
-          f'{mem_name:>24s} {"x cutmix":>9s}')
+    print(f'operations per block, TL-Align beyond CutMix (forward + '
+          f'backward): {per_block:.2f}')
+    print(f'{"setting":16s} {"step s":>8s} {"x cutmix":>9s} '
+          f'{"x own cutmix":>12s} {mem_name:>24s} {"x cutmix":>9s}')
+    ref_t, ref_m = statistics.median(times[modes[0]]), mems[modes[0]]
     for mode in modes:
         t = statistics.median(times[mode])
-        print(f'{mode:10s} {t:8.3f} {t / ref_t:9.3f} '
+        own = mode.replace('tlalign', 'cutmix').replace('dense', 'cutmix')
+        own_t = statistics.median(times[own]) if own in times else ref_t
+        print(f'{mode:16s} {t:8.4f} {t / ref_t:9.3f} {t / own_t:12.3f} '
               f'{mems[mode] / 2**20:24.1f} {mems[mode] / ref_m:9.3f}')
     if args.profile:
         from torch.profiler import ProfilerActivity, profile

@@ -36,8 +36,9 @@ def residual_align(labels: torch.Tensor,
             applied to the labels of the keys.
         residual_norm (bool): ``(Y + Ā Y) / 2`` (default, the paper's) or,
             ``False``, ``Ā Y`` (the paper's Table 8 ablation).
-        keep (Tensor, optional): ``(B,)`` bool, ``False`` for samples whose
-            attention branch drop-path removed: they keep their labels.
+        keep (Tensor, optional): ``(B,)`` or ``(B, 1, 1)`` bool, ``False``
+            for samples whose attention branch drop-path removed: they keep
+            their labels.
         mass (Tensor, optional): ``(B, N, 1)`` ``m``, each token's attention
             on keys that carry labels, when some keys are padding. ``None``
             means ``m = 1`` (no padding).
@@ -52,8 +53,12 @@ def residual_align(labels: torch.Tensor,
     # paper's average (w = 1/2) and its ablation (w = 1, i.e. ĀY).
     new = torch.lerp(labels, attended, 0.5 if residual_norm else 1.0)
     if keep is not None:
-        new = torch.where(keep.view(-1, 1, 1), new, labels)
+        new = torch.where(_batch_axis(keep), new, labels)
     return new
+
+
+def _batch_axis(keep: torch.Tensor) -> torch.Tensor:
+    return keep if keep.dim() == 3 else keep.view(-1, 1, 1)
 
 
 def _residual_align_padded(labels, attended, residual_norm, keep, mass):
@@ -64,7 +69,7 @@ def _residual_align_padded(labels, attended, residual_norm, keep, mass):
         # underflowed to 0 on every real key: then the token keeps its label.
         new = torch.where(mass > 0, attended / mass.clamp_min(1e-30), labels)
     if keep is not None:
-        new = torch.where(keep.view(-1, 1, 1), new, labels)
+        new = torch.where(_batch_axis(keep), new, labels)
     return new
 
 

@@ -105,10 +105,13 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
         if taken is None:
             return data
         record, scores = taken
-        source_targets = record.source_targets(scores.float())
-        for i, sample in enumerate(data['data_samples']):
-            sample.set_field(record.pixel_weights[i], 'mix_pixel_weights')
-            sample.set_field(source_targets[i], 'mix_targets')
-            sample.set_field(record.cls_weights[i], 'mix_cls_weights')
+        # One unbind per field (not a select per sample and field).
+        rows = zip(data['data_samples'], record.pixel_weights.unbind(0),
+                   record.source_targets(scores.float()).unbind(0),
+                   record.cls_weights.unbind(0))
+        for sample, pixel_weights, targets, cls_weights in rows:
+            sample.set_field(pixel_weights, 'mix_pixel_weights')
+            sample.set_field(targets, 'mix_targets')
+            sample.set_field(cls_weights, 'mix_cls_weights')
             sample.set_field(record.mode, 'mix_mode', field_type='metainfo')
         return data

@@ -6,7 +6,7 @@ import torch.nn as nn
 
 from tlalign_mm.core import AlignmentState
 
-from .tracers import get_tracer, installed_session, label_math, tracing
+from .tracers import begin_trace, get_tracer, installed_session, label_math
 
 
 class TracedOutput(NamedTuple):
@@ -103,8 +103,11 @@ def traced_forward(backbone: nn.Module,
                                        cls_weights)
     state = AlignmentState(labels, align_layers, residual_norm, num_layers,
                            keep_history, follow_drop_path)
-    with tracing(backbone, tracer, state):
+    end_trace = begin_trace(backbone, tracer, state)
+    try:
         feats = backbone(images)
+    finally:
+        end_trace()
     if state.layer != num_layers:
         raise RuntimeError(
             f'{type(backbone).__name__} ran {state.layer} traced blocks of '

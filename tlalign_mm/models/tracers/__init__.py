@@ -12,10 +12,10 @@ from .base import (
     TracedBlock,
     Tracer,
     TraceSession,
+    begin_trace,
     install,
     installed_session,
     label_math,
-    tracing,
 )
 from .pvt import PVTTracer
 from .swin import SwinTracer
@@ -55,5 +55,5 @@ __all__ = [
     'BlockTrace', 'PVTTracer', 'SwinTracer', 'TRACERS', 'TraceSession',
     'TracedBlock', 'Tracer', 'ViTTracer', 'get_tracer', 'install',
     'installed_session', 'label_math', 'register_token_rule', 'token_labels',
-    'token_rule', 'tracing'
+    'token_rule', 'begin_trace'
 ]

@@ -147,8 +147,11 @@ class BlockTrace:
         use, whatever it is, is followed."""
         state = self.session.state
         if state is not None and state.follow_drop_path and module.training:
-            # any() is not differentiable: no graph, no detach needed.
-            self.keep = output.any(dim=tuple(range(1, output.dim())))
+            # One reduction, shaped (B, 1, 1) like the labels' batch axis
+            # (any() is not differentiable: no graph, nothing to detach).
+            keep = output.any(dim=tuple(range(1, output.dim())),
+                              keepdim=True)
+            self.keep = keep if keep.dim() == 3 else keep.view(-1, 1, 1)
 
     def commit_hook(self, module: nn.Module, args, output) -> None:
         """Forward hook of the block: take its label step."""
@@ -330,11 +333,17 @@ def installed_session(backbone: nn.Module) -> Optional[TraceSession]:
     return getattr(backbone, _SESSION_ATTR, None)
 
 
-@contextmanager
-def tracing(backbone: nn.Module, tracer: Tracer, state: AlignmentState):
-    """While active, ``backbone``'s forward moves ``state``'s labels. Uses
-    the taps installed on it (e.g. by ``TLAlignBackbone``), or installs them
-    for the duration."""
+def begin_trace(backbone: nn.Module, tracer: Tracer,
+                state: AlignmentState) -> Callable[[], None]:
+    """From now until the returned function is called, ``backbone``'s
+    forward moves ``state``'s labels. Uses the taps installed on it (e.g. by
+    ``TLAlignBackbone``), or installs them until then.
+
+    A function pair rather than a context manager: ``torch.compile`` traces
+    through plain calls and ``try``/``finally`` (see
+    :func:`tlalign_mm.models.traced_forward`), not through a generator's
+    ``yield`` inside ``try``.
+    """
     remove = None
     session = installed_session(backbone)
     if session is None:
@@ -344,12 +353,13 @@ def tracing(backbone: nn.Module, tracer: Tracer, state: AlignmentState):
         raise RuntimeError('A traced forward of this backbone is already '
                            'running; traced forwards do not nest.')
     session.state = state
-    try:
-        yield session
-    finally:
+
+    def end():
         session.state = None
         if remove is not None:
             remove()
+
+    return end
 
 
 def last_output_stage(num_stages: int, out_indices) -> int:

@@ -1,0 +1,35 @@
+"""Let ``torch.compile`` trace the optimizer step of mmengine's runner."""
+from mmengine.hooks import Hook
+from mmengine.optim import OptimWrapperDict
+from mmengine.registry import HOOKS
+
+
+@HOOKS.register_module()
+class PlainParamGroupsHook(Hook):
+    """Make the optimizer's parameter groups plain ``dict``s before training.
+
+    mmengine's ``DefaultOptimWrapperConstructor`` builds them as
+    ``ConfigDict``s. With ``compile=True`` the runner compiles
+    ``model.train_step``, optimizer step included, and dynamo (torch 2.14)
+    fails on a ``dict`` subclass there (``InternalTorchDynamoError:
+    'UserDefinedDictVariable' object has no attribute 'items'``), for any
+    model. The groups keep their keys and values, and the parameter
+    schedulers, which read the groups through the optimizer, are unaffected.
+
+    Use it with ``compile``::
+
+        compile = True
+        custom_hooks = [dict(type='PlainParamGroupsHook')]
+    """
+
+    priority = 'VERY_HIGH'
+
+    def before_run(self, runner) -> None:
+        wrappers = runner.optim_wrapper
+        if isinstance(wrappers, OptimWrapperDict):
+            wrappers = list(wrappers.values())
+        else:
+            wrappers = [wrappers]
+        for wrapper in wrappers:
+            groups = wrapper.optimizer.param_groups
+            groups[:] = [g if type(g) is dict else dict(g) for g in groups]
