@@ -2,10 +2,12 @@
 # (DeiT's transfer recipe: no stochastic depth, label smoothing 0.1, Mixup
 # and CutMix). The dataset config sets the head's num_classes.
 #
-# The backbone loads strictly (every key, or an error) from TLALIGN_CKPT,
+# The backbone loads strictly (every key, or an error:
+# deit_strict-pretrained.py) from TLALIGN_CKPT,
 # by default the last checkpoint of
 #   tools/train.py configs/tlalign/deit-small_4xb256_in1k_tlalign.py
 # (a Runner checkpoint, or its tools/export_backbone.py export).
+_base_ = ['./deit_strict-pretrained.py']
 custom_imports = dict(
     imports=['tlalign_mm', 'tlalign_mm.downstream'],
     allow_failed_imports=False)
@@ -15,18 +17,9 @@ model = dict(
     type='ImageClassifier',
     backbone=dict(
         type='VisionTransformer',
-        arch='deit-small',
+        **_base_.pop('deit_strict_pretrained'),
         img_size=224,
-        patch_size=16,
-        drop_path_rate=0.0,  # DeiT's transfer recipe: no stochastic depth
-        # the strict loader of tlalign_mm.downstream (not mmengine's):
-        # strict=True makes a config that loses `_scope_` fail loudly
-        init_cfg=dict(
-            type='Pretrained',
-            _scope_='tlalign_mm.downstream',
-            checkpoint=checkpoint_file,
-            prefix='backbone.',
-            strict=True)),
+        drop_path_rate=0.0),  # DeiT's transfer recipe: no stochastic depth
     neck=None,
     head=dict(
         type='VisionTransformerClsHead',
@@ -42,3 +35,4 @@ model = dict(
         dict(type='CutMix', alpha=1.0),
     ]),
 )
+model['backbone']['init_cfg']['checkpoint'] = checkpoint_file
