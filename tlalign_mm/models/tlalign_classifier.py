@@ -9,6 +9,7 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
 from tlalign_mm.core.transmix import transmix_lambda_from_weighted
+from tlalign_mm.mixing.token_cutmix import bind_patch_size
 
 from .tlalign_backbone import TLAlignBackbone
 from .transmix import (
@@ -88,6 +89,9 @@ class TLAlignClassifier(ImageClassifier):
         super().__init__(
             backbone, *args, data_preprocessor=data_preprocessor, **kwargs)
         self.target = target
+        # token CutMix follows the model's patch grid (or fails on another)
+        bind_patch_size(getattr(self.data_preprocessor, 'batch_augments',
+                                None), self.backbone.backbone)
         if target == 'transmix':
             check_transmix_backbone(self.backbone.backbone)
 
