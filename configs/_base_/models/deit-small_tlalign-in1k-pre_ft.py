@@ -1,6 +1,8 @@
 # DeiT-S for fine-tuning from an ImageNet checkpoint pretrained with TL-Align
-# (DeiT's transfer recipe: no stochastic depth, label smoothing 0.1, Mixup
-# and CutMix). The dataset config sets the head's num_classes.
+# (DeiT's transfer recipe, facebookresearch/deit issue 45: no stochastic
+# depth, label smoothing 0.1, Mixup 0.8 / CutMix 1.0 switched per batch, a
+# new head initialised truncated-normal with std 0.02). The dataset config
+# sets the head's num_classes.
 #
 # The backbone loads strictly (every key, or an error:
 # deit_strict-pretrained.py) from TLALIGN_CKPT,
@@ -24,6 +26,10 @@ model = dict(
     head=dict(
         type='VisionTransformerClsHead',
         in_channels=384,
+        # the new head as timm's ViT initialises it (DeiT's --finetune
+        # keeps the model's own init for the replaced head), not
+        # VisionTransformerClsHead's default zeros
+        init_cfg=dict(type='TruncNormal', layer='Linear', std=.02),
         loss=dict(
             type='LabelSmoothLoss', label_smooth_val=0.1, mode='original')),
     init_cfg=[
