@@ -1,5 +1,19 @@
-"""Every config parses; every TL-Align ImageNet config differs from its
-CutMix twin only in the target."""
+"""Every config resolves to the dict recorded in tests/config_snapshot.txt;
+every TL-Align ImageNet config differs from its CutMix twin only in the
+target.
+
+The snapshot holds a digest of each config's resolved dict
+(``Config.fromfile(path).to_dict()``, with the configs' ``{{$VAR:...}}``
+environment variables unset). A refactor of ``configs/`` must leave it
+unchanged; an intentional change rewrites it in the same commit:
+
+    PYTHONPATH=$PWD python -m tests.config_snapshot --update
+    PYTHONPATH=$PWD python -m tests.config_snapshot --check
+    PYTHONPATH=$PWD python -m tests.config_snapshot --diff CONFIG [--ref REV]
+
+(``--diff`` prints a readable unified diff of one config's resolved dict
+between a git revision, default HEAD, and the working tree;
+see tests/config_snapshot.py.)"""
 import glob
 import os.path as osp
 
@@ -8,6 +22,13 @@ from mmengine.config import Config
 from mmpretrain.registry import MODELS
 
 import tlalign_mm  # noqa: F401
+
+from .config_snapshot import (
+    config_paths,
+    digest,
+    read_snapshot,
+    resolved_text,
+)
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 ALL = sorted(
@@ -23,10 +44,24 @@ def rel(path):
     return osp.relpath(path, ROOT)
 
 
+SNAPSHOT = read_snapshot()
+
+
+def test_snapshot_lists_every_config():
+    assert sorted(SNAPSHOT) == config_paths() == [rel(p) for p in ALL], \
+        'configs were added or removed: run ' \
+        '`PYTHONPATH=$PWD python -m tests.config_snapshot --update`'
+
+
 @pytest.mark.parametrize('path', ALL, ids=rel)
-def test_config_parses(path):
-    cfg = Config.fromfile(path)
-    assert 'model' in cfg
+def test_config_resolves_to_the_snapshot(path):
+    text = resolved_text(rel(path))
+    assert "'model'" in text
+    assert digest(text) == SNAPSHOT.get(rel(path)), (
+        f'{rel(path)} resolves to another dict than the snapshot. If that '
+        'is intended, see the diff with `PYTHONPATH=$PWD python -m '
+        f'tests.config_snapshot --diff {rel(path)}` and run `... --update` '
+        'in the same commit.')
 
 
 def _without_target(model):

@@ -1,8 +1,10 @@
 # The CutMix twin of
 #   cascade-mask-rcnn_swin-base-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py:
-# the same Cascade Mask R-CNN recipe, from the CutMix-pretrained Swin-B
-# (CUTMIX_CKPT, by default the last checkpoint of tools/train.py
-#   configs/tlalign/swin-base_16xb64_in1k_cutmix.py).
+# the same recipe, from the official Swin-B (the paper's Swin-B baseline;
+# its TL-Align model is a 40-epoch fine-tune of it). SWIN_B_CKPT, by
+# default mmpretrain's conversion of SwinTransformer/storage v1.0.0
+# swin_base_patch4_window7_224.pth:
+#   wget -P checkpoints https://download.openmmlab.com/mmclassification/v0/swin-transformer/convert/swin_base_patch4_window7_224-4670dd19.pth
 _base_ = [
     './cascade-mask-rcnn_swin-base-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py'  # noqa: E501
 ]
@@ -10,4 +12,8 @@ _base_ = [
 model = dict(
     backbone=dict(
         init_cfg=dict(
-            checkpoint='{{$CUTMIX_CKPT:work_dirs/swin-base_16xb64_in1k_cutmix/epoch_300.pth}}')))  # noqa: E501
+            checkpoint='{{$SWIN_B_CKPT:checkpoints/swin_base_patch4_window7_224-4670dd19.pth}}',  # noqa: E501
+            hint='Set SWIN_B_CKPT to the official Swin-B in mmpretrain '
+            'format: wget -P checkpoints https://download.openmmlab.com/'
+            'mmclassification/v0/swin-transformer/convert/'
+            'swin_base_patch4_window7_224-4670dd19.pth')))

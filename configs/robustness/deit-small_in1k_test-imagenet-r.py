@@ -5,12 +5,9 @@
 #       work_dirs/deit-small_4xb256_in1k_tlalign/epoch_300.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-r_test.py.
 _base_ = [
-    '../tlalign/deit-small_4xb256_in1k_cutmix.py',
+    './_base_/deit-small_in1k.py',
     '../_base_/datasets/imagenet-r_test.py',
 ]
-custom_imports = dict(
-    imports=['tlalign_mm', 'tlalign_mm.downstream'],
-    allow_failed_imports=False)
 
 test_dataloader = {{_base_.robust_test_dataloader}}
 test_evaluator = {{_base_.robust_test_evaluator}}

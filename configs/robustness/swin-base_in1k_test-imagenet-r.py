@@ -2,15 +2,12 @@
 # models are identical at test time), on ImageNet-R;
 # reports subset_accuracy/top1.
 #   tools/test.py configs/robustness/swin-base_in1k_test-imagenet-r.py \
-#       work_dirs/swin-base_16xb64_in1k_tlalign/epoch_300.pth
+#       work_dirs/swin-base_16xb64_in1k-ft40e_tlalign/epoch_40.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-r_test.py.
 _base_ = [
-    '../tlalign/swin-base_16xb64_in1k_cutmix.py',
+    './_base_/swin-base_in1k.py',
     '../_base_/datasets/imagenet-r_test.py',
 ]
-custom_imports = dict(
-    imports=['tlalign_mm', 'tlalign_mm.downstream'],
-    allow_failed_imports=False)
 
 test_dataloader = {{_base_.robust_test_dataloader}}
 test_evaluator = {{_base_.robust_test_evaluator}}

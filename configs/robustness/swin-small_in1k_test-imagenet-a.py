@@ -5,12 +5,9 @@
 #       work_dirs/swin-small_16xb64_in1k_tlalign/epoch_300.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-a_test.py.
 _base_ = [
-    '../tlalign/swin-small_16xb64_in1k_cutmix.py',
+    './_base_/swin-small_in1k.py',
     '../_base_/datasets/imagenet-a_test.py',
 ]
-custom_imports = dict(
-    imports=['tlalign_mm', 'tlalign_mm.downstream'],
-    allow_failed_imports=False)
 
 test_dataloader = {{_base_.robust_test_dataloader}}
 test_evaluator = {{_base_.robust_test_evaluator}}

@@ -6,7 +6,7 @@ _base_ = ['./vit_1xb128_cifar10.py']
 model = dict(
     type='TLAlignClassifier',
     train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
+        dict(type='TLMixup', alpha=1.0),
         dict(type='TLCutMix', alpha=1.0),
     ]),
 )

@@ -1,11 +1,17 @@
-# DeiT-Ti version of deit-small_tlalign-in1k-pre_8xb96-1000e_cifar10.py
-# (same recipe, CIFAR-10); TLALIGN_CKPT defaults to the last checkpoint of
-#   tools/train.py configs/tlalign/deit-tiny_4xb256_in1k_tlalign.py
-_base_ = ['./deit-small_tlalign-in1k-pre_8xb96-1000e_cifar10.py']
-
-model = dict(
-    backbone=dict(
-        arch='deit-tiny',
-        init_cfg=dict(
-            checkpoint='{{$TLALIGN_CKPT:work_dirs/deit-tiny_4xb256_in1k_tlalign/epoch_300.pth}}')),  # noqa: E501
-    head=dict(in_channels=192))
+# Fine-tune a DeiT-Ti pretrained on ImageNet with TL-Align on CIFAR-10
+# at 224x224: DeiT's transfer recipe (configs/_base_/schedules/
+# deit-ft_sgd-bs768-1000e.py). Fine-tuning is plain (an ImageClassifier with
+# Mixup/CutMix as in DeiT); only the pretraining differs from the twin
+# deit-tiny_cutmix-in1k-pre_8xb96-1000e_cifar10.py.
+#
+# The backbone loads strictly from TLALIGN_CKPT (see the model base):
+#   TLALIGN_CKPT=path/to/ckpt.pth tools/dist_train.sh <this config> 8
+_base_ = [
+    '../_base_/datasets/cifar10_bs96_deit-ft-224.py',
+    '../_base_/schedules/deit-ft_sgd-bs768-1000e.py',
+    'mmpretrain::_base_/default_runtime.py',
+    '../_base_/models/deit-tiny_tlalign-in1k-pre_ft.py',
+]
+model = dict(head=dict(num_classes=10))
+default_hooks = dict(
+    checkpoint=dict(type='CheckpointHook', interval=50, max_keep_ckpts=2))

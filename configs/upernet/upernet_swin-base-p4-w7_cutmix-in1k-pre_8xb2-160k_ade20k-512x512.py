@@ -1,11 +1,19 @@
 # The CutMix twin of
 #   upernet_swin-base-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py:
-# the same UperNet recipe, from the CutMix-pretrained Swin-B (CUTMIX_CKPT, by
-# default the last checkpoint of tools/train.py
-#   configs/tlalign/swin-base_16xb64_in1k_cutmix.py).
-_base_ = ['./upernet_swin-base-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py']
+# the same recipe, from the official Swin-B (the paper's Swin-B baseline;
+# its TL-Align model is a 40-epoch fine-tune of it). SWIN_B_CKPT, by
+# default mmpretrain's conversion of SwinTransformer/storage v1.0.0
+# swin_base_patch4_window7_224.pth:
+#   wget -P checkpoints https://download.openmmlab.com/mmclassification/v0/swin-transformer/convert/swin_base_patch4_window7_224-4670dd19.pth
+_base_ = [
+    './upernet_swin-base-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py'  # noqa: E501
+]
 
 model = dict(
     backbone=dict(
         init_cfg=dict(
-            checkpoint='{{$CUTMIX_CKPT:work_dirs/swin-base_16xb64_in1k_cutmix/epoch_300.pth}}')))  # noqa: E501
+            checkpoint='{{$SWIN_B_CKPT:checkpoints/swin_base_patch4_window7_224-4670dd19.pth}}',  # noqa: E501
+            hint='Set SWIN_B_CKPT to the official Swin-B in mmpretrain '
+            'format: wget -P checkpoints https://download.openmmlab.com/'
+            'mmclassification/v0/swin-transformer/convert/'
+            'swin_base_patch4_window7_224-4670dd19.pth')))

@@ -6,16 +6,15 @@
 # tables), poly schedule after 1,500 warm-up iterations, UPerHead on the
 # four stages, auxiliary FCN head on stage 3 (weight 0.4), drop-path 0.3.
 #
-# The backbone is mmpretrain's SwinTransformer, the pretrained module itself
-# (through mmseg's cross-scope registry), window 7 as in pretraining. It
-# loads strictly (every key, or an error) except the output norms of stages
-# 1-3 (norm0-2): an ImageNet Swin only has the last one (norm3), so they are
-# new by design (allow_missing) and start as identity LayerNorms.
+# The backbone is the strict-pretrained mmpretrain Swin of
+# configs/_base_/models/swin_strict-pretrained.py (window 7 as in
+# pretraining; only norm0-2, new by design, may be missing).
 # Checkpoint: TLALIGN_CKPT (a Runner checkpoint or its
 # tools/export_backbone.py export), by default the last checkpoint of
 #   tools/train.py configs/tlalign/swin-tiny_16xb64_in1k_tlalign.py
 _base_ = [
-    'mmseg::swin/swin-tiny-patch4-window7-in1k-pre_upernet_8xb2-160k_ade20k-512x512.py'  # noqa: E501
+    'mmseg::swin/swin-tiny-patch4-window7-in1k-pre_upernet_8xb2-160k_ade20k-512x512.py',  # noqa: E501
+    '../_base_/models/swin_strict-pretrained.py',
 ]
 custom_imports = dict(
     imports=['mmpretrain.models', 'tlalign_mm', 'tlalign_mm.downstream'],
@@ -23,26 +22,10 @@ custom_imports = dict(
 
 checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/swin-tiny_16xb64_in1k_tlalign/epoch_300.pth}}'  # noqa: E501
 model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='mmpretrain.SwinTransformer',
-        arch='tiny',
-        img_size=224,
-        window_size=7,
-        drop_path_rate=0.3,
-        out_indices=(0, 1, 2, 3),
-        pad_small_map=True,
-        # the strict loader of tlalign_mm.downstream (not mmengine's):
-        # strict=True makes a config that loses `_scope_` fail loudly
-        init_cfg=dict(
-            type='Pretrained',
-            _scope_='tlalign_mm.downstream',
-            checkpoint=checkpoint_file,
-            prefix='backbone.',
-            strict=True,
-            allow_missing=['norm0.*', 'norm1.*', 'norm2.*'])),
+    backbone=dict(**_base_.pop('swin_strict_pretrained'), drop_path_rate=0.3),
     decode_head=dict(in_channels=[96, 192, 384, 768], num_classes=150),
     auxiliary_head=dict(in_channels=384, num_classes=150))
+model['backbone']['init_cfg']['checkpoint'] = checkpoint_file
 
 # mmseg/mmdet batch images of different sizes (the data preprocessor pads
 # them): keep mmengine's pseudo_collate, which tools/train.py and

@@ -1,5 +1,7 @@
 """Every downstream config loads its backbone with the strict loader from a
-TL-Align (or, in its twin, CutMix) ImageNet checkpoint of this repository;
+TL-Align (or, in its twin, CutMix) ImageNet checkpoint of this repository
+(for DeiT-B and Swin-B the paper's protocol: the 40-epoch TL-Align
+fine-tune of the official checkpoint, and the official checkpoint itself);
 the twins differ only in that checkpoint; and the real-size backbone of
 each pretraining config loads strictly into the real-size backbone of each
 downstream config (the only resize being ViT's pos_embed, 14x14 -> 32x32
@@ -26,7 +28,17 @@ CONFIGS = sorted(
     for p in glob.glob(osp.join(ROOT, 'configs', family, '*.py')))
 TLALIGN = [p for p in CONFIGS if '_tlalign-in1k-pre' in p]
 CKPT = re.compile(r'^work_dirs/(?P<pre>.+)_(?P<kind>tlalign|cutmix)/'
-                  r'epoch_300\.pth$')
+                  r'epoch_(300|40)\.pth$')
+# The B models follow the paper's protocol: TL-Align is the 40-epoch
+# fine-tune of the official checkpoint, which is the CutMix twin's.
+B_MODEL = re.compile(r'(deit|swin)-base')
+
+
+def official_checkpoint(pre: str) -> str:
+    """The official checkpoint the -ft40e fine-tune of ``pre`` starts from
+    (its ``load_from``)."""
+    return _parsed(osp.join(ROOT, 'configs', 'tlalign',
+                            f'{pre}_tlalign.py')).load_from
 
 
 def rel(path):
@@ -35,9 +47,10 @@ def rel(path):
 
 @lru_cache(maxsize=None)
 def _parsed(path):
-    """Parsed with the default checkpoints (TLALIGN_CKPT, CUTMIX_CKPT
-    unset while parsing)."""
-    saved = {k: os.environ.pop(k) for k in ('TLALIGN_CKPT', 'CUTMIX_CKPT')
+    """Parsed with the default checkpoints (TLALIGN_CKPT, CUTMIX_CKPT,
+    DEIT_B_CKPT, SWIN_B_CKPT unset while parsing)."""
+    saved = {k: os.environ.pop(k) for k in ('TLALIGN_CKPT', 'CUTMIX_CKPT',
+                                            'DEIT_B_CKPT', 'SWIN_B_CKPT')
              if k in os.environ}
     try:
         return Config.fromfile(path)
@@ -62,10 +75,18 @@ def test_strict_loader_from_a_pretraining_run(path):
     assert init.type == 'Pretrained' and init._scope_ == SCOPE
     assert init.strict is True and init.prefix == 'backbone.'
     assert 'tlalign_mm.downstream' in cfg.custom_imports.imports
+    kind = 'tlalign' if '_tlalign-in1k-pre' in path else 'cutmix'
+    b_model = B_MODEL.search(osp.basename(path))
+    if b_model and kind == 'cutmix':
+        ours = parsed(path.replace('_cutmix-in1k-pre', '_tlalign-in1k-pre'))
+        pre = CKPT.match(ours.model.backbone.init_cfg.checkpoint)['pre']
+        assert init.checkpoint == official_checkpoint(pre)
+        return
     match = CKPT.match(init.checkpoint)
     assert match, init.checkpoint
-    kind = 'tlalign' if '_tlalign-in1k-pre' in path else 'cutmix'
     assert match['kind'] == kind
+    if b_model:
+        assert match['pre'].endswith('-ft40e'), match['pre']
     pretrain = osp.join(ROOT, 'configs', 'tlalign',
                         f"{match['pre']}_{kind}.py")
     assert osp.isfile(pretrain), pretrain
@@ -77,10 +98,13 @@ def test_strict_loader_from_a_pretraining_run(path):
 def test_twin_differs_only_in_the_checkpoint(path):
     ours = parsed(path)
     twin = parsed(path.replace('_tlalign-in1k-pre', '_cutmix-in1k-pre'))
-    assert ours.model.backbone.init_cfg.checkpoint.replace(
-        '_tlalign/', '_cutmix/') == twin.model.backbone.init_cfg.checkpoint
-    ours.model.backbone.init_cfg.checkpoint = None
-    twin.model.backbone.init_cfg.checkpoint = None
+    if not B_MODEL.search(osp.basename(path)):
+        assert ours.model.backbone.init_cfg.checkpoint.replace(
+            '_tlalign/', '_cutmix/') == \
+            twin.model.backbone.init_cfg.checkpoint
+    for cfg in (ours, twin):  # the B models' say how to get the file
+        cfg.model.backbone.init_cfg.checkpoint = None
+        cfg.model.backbone.init_cfg.pop('hint', None)
     drop = ('filename', 'checkpoint_file')
     assert {k: v for k, v in ours.to_dict().items() if k not in drop} == \
         {k: v for k, v in twin.to_dict().items() if k not in drop}

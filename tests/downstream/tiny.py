@@ -9,6 +9,7 @@ only what CPU time forces, all of it here and named:
   ``img_size`` are divided by one factor;
 * the iteration count (2 training iterations), batch size 2, no workers,
   no validation during training;
+* mixed precision (AmpOptimWrapper) off where there is no GPU;
 * the architecture, to a tiny custom arch of the same family
   (:data:`TINY_VIT`, :data:`TINY_SWIN`) with the channel widths of the
   necks and heads that follow from it (or that are shrunk with it, for
@@ -131,6 +132,13 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
         preprocessor.size = _shrink_value(preprocessor.size, factor)
     cfg.work_dir = work_dir
     cfg.default_hooks.logger.interval = 1
+    optim_wrapper = cfg.get('optim_wrapper', {})
+    if optim_wrapper.get('type') == 'AmpOptimWrapper' and \
+            not torch.cuda.is_available():
+        # mmengine's mixed precision needs a GPU: CPU runs check the rest
+        # of the recipe in fp32
+        optim_wrapper.type = 'OptimWrapper'
+        optim_wrapper.pop('loss_scale', None)
     return cfg
 
 

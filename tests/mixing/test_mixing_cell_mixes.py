@@ -75,7 +75,7 @@ def test_grid_helpers():
 ALL_AUGS = [
     (lambda: TLCutMix(alpha=1.0), True),
     (lambda: TLMixup(alpha=0.8), False),
-    (lambda: TLTokenCutMix(alpha=1.0), True),
+    (lambda: TLTokenCutMix(alpha=1.0, patch_size=16), True),
     (lambda: TLPatchMix(alpha=1.0), True),
     (lambda: TLBlockMix(alpha=1.0, min_num_patches=2), True),
 ]
@@ -154,7 +154,7 @@ def test_token_cutmix_snaps_cutmix_box(shape, seed, cell_min_max):
 def test_token_cutmix_only_whole_patches(seed, cell_min_max):
     """Unlike TLCutMix, no 16x16 patch gets a fractional weight."""
     inputs, scores = _batch(2, 224, 224)
-    aug = TLTokenCutMix(alpha=1.0)
+    aug = TLTokenCutMix(alpha=1.0, patch_size=16)
     for s in SEEDS:
         seed(s)
         _, _, record = aug.mix_with_record(inputs, scores)

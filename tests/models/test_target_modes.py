@@ -1,5 +1,7 @@
 """TLAlignClassifier's target switch: 'cutmix', 'transmix' and 'tlalign' on
-the same model and batch."""
+the same model and batch, and TransMix against its official definition."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -15,10 +17,11 @@ PATCH = 8
 
 
 def model_cfg(target, aug='TLCutMix', backbone=None,
-              head='VisionTransformerClsHead'):
+              head='VisionTransformerClsHead', **kwargs):
     return dict(
         type='TLAlignClassifier',
         target=target,
+        **kwargs,
         backbone=backbone or dict(type='VisionTransformer', arch=ARCH,
                                   img_size=32, patch_size=PATCH),
         head=dict(type=head, num_classes=5, in_channels=48),
@@ -85,6 +88,32 @@ def patch_labels(pixel_weights):
     return cells.mean((3, 5)).flatten(2).transpose(1, 2)
 
 
+def official_transmix(attn, pixel_weights, targets):
+    """TransMix's target, following Beckschen/TransMix transmix.py
+    (``Mixup_transmix.transmix_label``): the pasted box's pixel mask
+    nearest-downsampled to the token grid by ``nn.Upsample``, its attention
+    share ``lam1`` and its clipped area ``lam0``, averaged.
+
+    attn: (B, N) class-token attention to the patches; pixel_weights:
+    (B, 2, H, W) of a CutMix batch (source 1 = the box); targets: (B, 2, C).
+    """
+    box = pixel_weights[0, 1]
+    rows, cols = box.any(1).nonzero().flatten(), box.any(0).nonzero().flatten()
+    H, W = box.shape
+    if len(rows) == 0:
+        return targets[:, 0]
+    yl, yh, xl, xh = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    lam0 = (yh - yl) * (xh - xl) / (H * W)
+    mask = torch.zeros(H, W)
+    mask[yl:yh, xl:xh] = 1
+    n = int(math.sqrt(attn.shape[1]))
+    mask = torch.nn.Upsample(size=n)(mask[None, None]).int()
+    mask = mask.view(1, -1).repeat(len(attn), 1)
+    w1, w2 = ((1 - mask) * attn).sum(1), (mask * attn).sum(1)
+    lam = (lam0 + w2 / (w1 + w2)) / 2
+    return targets[:, 0] * (1 - lam)[:, None] + targets[:, 1] * lam[:, None]
+
+
 def test_the_three_targets_on_one_model_and_batch():
     cutmix, transmix, tlalign = (build(t) for t in
                                  ('cutmix', 'transmix', 'tlalign'))
@@ -107,18 +136,58 @@ def test_the_three_targets_on_one_model_and_batch():
     aligned = trained_target(tlalign, mixed_batch(tlalign))
     torch.testing.assert_close(aligned, expected)
 
-    # transmix: the hand computation from the explicit last-block attention.
+    # transmix: TransMix's own computation from the explicit last-block
+    # attention (the class token's row, patch columns).
     vit = transmix.backbone
-    # The class token's row, patch columns, of the last block.
     attn = explicit_attention(vit, inputs)[:, 0, vit.num_extra_tokens:]
-    lam = transmix_lambda(attn, patch_labels(pixel_weights), cls_weights)
-    expected = torch.einsum('bs,bsc->bc', lam, targets)
+    expected = official_transmix(attn, pixel_weights, targets)
     got = trained_target(transmix, mixed_batch(transmix))
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(got.sum(-1), torch.ones(len(got)))
     # ... which is neither of the others.
     assert (got - area).abs().max() > 1e-4
     assert (got - aligned).abs().max() > 1e-4
+
+
+def test_transmix_is_the_official_target_on_pixel_boxes():
+    """Issue 12: on TransMix's own pixel CutMix boxes (cutting through
+    patches), target='transmix' is the official target to 1e-6; the
+    'fractional' mask (each patch by the share of its pixels in the box)
+    is not, and this shows by how much."""
+    official = build('transmix')
+    fractional = build('transmix', transmix_cfg=dict(mask='fractional'))
+    fractional.load_state_dict(official.state_dict())
+    assert official.transmix_cfg == dict(mask='nearest')
+    vit = official.backbone
+    worst = cut = 0.
+    for seed in range(1, 9):
+        batch = mixed_batch(official, seed=seed)
+        pixel_weights, targets, cls_weights = record(batch['data_samples'])
+        cells = patch_labels(pixel_weights)
+        cut += bool(((cells > 0) & (cells < 1)).any())
+        attn = explicit_attention(vit, batch['inputs'])[
+            :, 0, vit.num_extra_tokens:]
+        expected = official_transmix(attn, pixel_weights, targets)
+        got = trained_target(official, batch)
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
+
+        lam = transmix_lambda(attn, cells, cls_weights)
+        frac = trained_target(fractional,
+                              mixed_batch(fractional, seed=seed))
+        torch.testing.assert_close(
+            frac, torch.einsum('bs,bsc->bc', lam, targets))
+        worst = max(worst, (frac - got).abs().max().item())
+    assert cut >= 4, 'too few boxes cut through patches'
+    # The two rules differ by a few hundredths here (TransMix's attention
+    # term itself moves the target by about 0.1).
+    assert 0.005 < worst < 0.2, worst
+
+
+def test_bad_transmix_cfg_is_a_clear_error():
+    with pytest.raises(ValueError, match='mask must be one of'):
+        MODELS.build(model_cfg('transmix', transmix_cfg=dict(mask='area')))
+    with pytest.raises(ValueError, match='Unknown transmix_cfg'):
+        MODELS.build(model_cfg('transmix', transmix_cfg=dict(ratio=0.3)))
 
 
 def test_cutmix_target_trains_as_image_classifier():

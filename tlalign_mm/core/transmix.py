@@ -1,30 +1,75 @@
 """TransMix's target (Chen et al., CVPR 2022), for S sources.
 
 TransMix re-weights the area ratio of a CutMix-style mix with the class
-token's attention in the last block. Following the authors' code
-(``Beckschen/TransMix``, ``transmix.py``, ``Mixup_transmix.transmix_label``;
-the attention is ``timm/models/vision_transformer.py``'s
+token's attention in the last block. The authors' code (``Beckschen/TransMix``
+at commit 0e4d31e, ``transmix.py``, ``Mixup_transmix.transmix_label``; the
+attention is its ``timm/models/vision_transformer.py``'s
 ``mean(attn[:, :, 0, 1:], dim=1)``):
 
 - ``a_p``: the last block's softmax attention (before attention dropout) of
   the class-token query to patch token ``p``, averaged over heads. The softmax
   runs over all keys, class token included; only the patch columns are kept.
-- ``lam_attn = sum_p a_p m_p / sum_p a_p`` with ``m_p`` the token-level mask
-  of the pasted box: the attention share of the box, renormalised over the
-  patch tokens (the class key's share drops out).
-- ``lam = (lam_area + lam_attn) / 2`` for each source.
+- ``m_p``: the pasted box's pixel mask downsampled to the token grid by
+  ``nn.Upsample(size=n)`` (mode ``'nearest'``): a patch is in the box exactly
+  when its top-left pixel is (for image sizes that are multiples of the
+  patch size, which TransMix assumes).
+- ``lam_attn = sum_p a_p m_p / sum_p a_p``: the attention share of the box,
+  renormalised over the patch tokens (the class key's share drops out).
+- ``lam_area``: the clipped box's area over the image area.
+- ``lam = (lam_area + lam_attn) / 2`` is the pasted image's weight.
 
-Here ``m_p`` generalises to each patch token's *source weights*
-``y_p in R^S`` (the tracers' initial labels: the mean pixel weight of the
-patch), so for S sources ``lam_attn[s] = sum_p a_p y_p[s] / sum_p a_p``.
-TransMix's code nearest-downsamples the pixel box to the token grid instead;
-the two agree whenever the box follows patch borders (token CutMix) and differ
-only on patches a pixel-exact box cuts through (fractional here, 0/1 there).
+For S sources, ``m_p`` becomes each patch token's *source weights*
+``y_p in R^S`` and ``lam_attn[s] = sum_p a_p y_p[s] / sum_p a_p``. Two token
+masks (:data:`TOKEN_MASKS`):
+
+- ``'nearest'`` (the official definition): ``y_p`` is the pixel weights at
+  the patch's top-left pixel (:func:`nearest_pixel_weights`), and
+  ``lam_area`` the pixel share of each source.
+- ``'fractional'``: ``y_p`` is the mean pixel weight over the patch (the
+  tracers' initial labels), so a patch a pixel box cuts through counts by
+  the share of it inside the box; ``lam_area`` is the record's
+  ``cls_weights``. Not TransMix's; kept as a named option (it was this
+  package's rule before).
+
+The two agree whenever the box follows patch borders (token CutMix); on
+TransMix's own pixel CutMix boxes they differ by up to a few hundredths of
+the target.
 """
+from typing import Tuple
+
 import torch
 
 #: Weight of the attention ratio; TransMix averages it with the area ratio.
 ATTENTION_RATIO = 0.5
+#: How a patch token's source weights come from the pixel weights.
+TOKEN_MASKS = ('nearest', 'fractional')
+
+
+def nearest_pixel_weights(pixel_weights: torch.Tensor,
+                          patch_size: Tuple[int, int]) -> torch.Tensor:
+    """Pixel weights made constant over each patch, at the value of the
+    patch's top-left pixel: TransMix's nearest-downsampled token mask, in
+    pixels, so that any patch's mean weight is its token's mask value.
+
+    Patches are ``ph x pw`` cells from the top-left corner; a partial last
+    row / column (image size not a multiple of the patch size) takes the
+    value of its own top-left pixel. For sizes that are multiples,
+    ``result[..., ::ph, ::pw]`` is exactly
+    ``nn.Upsample(size=(H // ph, W // pw))(pixel_weights)`` (mode
+    ``'nearest'``), TransMix's mask.
+
+    Args:
+        pixel_weights (Tensor): ``(B, S, H, W)``.
+        patch_size (tuple): ``(ph, pw)`` in pixels.
+
+    Returns:
+        Tensor: ``(B, S, H, W)``, same dtype.
+    """
+    ph, pw = int(patch_size[0]), int(patch_size[1])
+    H, W = pixel_weights.shape[-2:]
+    corners = pixel_weights[..., ::ph, ::pw]
+    cells = corners.repeat_interleave(ph, -2).repeat_interleave(pw, -1)
+    return cells[..., :H, :W]
 
 
 def attention_lambda(weighted: torch.Tensor,

@@ -41,6 +41,7 @@ ViT position-embedding resize):
 """
 import fnmatch
 import logging
+import os.path as osp
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
@@ -220,6 +221,9 @@ class StrictPretrainedInit:
         allow_unexpected (Sequence[str]): fnmatch patterns of checkpoint
             keys the backbone may ignore.
         map_location (str): as :func:`torch.load`. Defaults to ``'cpu'``.
+        hint (str, optional): said when ``checkpoint`` is a local path that
+            does not exist (configs name the variable that sets it and the
+            command that makes the file).
     """
 
     def __init__(self,
@@ -228,7 +232,8 @@ class StrictPretrainedInit:
                  strict: bool = True,
                  allow_missing: Sequence[str] = (),
                  allow_unexpected: Sequence[str] = (),
-                 map_location='cpu'):
+                 map_location='cpu',
+                 hint: Optional[str] = None):
         if strict is not True:
             raise ValueError(
                 f'The {SCOPE} Pretrained initializer is strict (got '
@@ -245,8 +250,14 @@ class StrictPretrainedInit:
         self.allow_missing = tuple(allow_missing)
         self.allow_unexpected = tuple(allow_unexpected)
         self.map_location = map_location
+        self.hint = hint
 
     def __call__(self, module: nn.Module) -> None:
+        if self.hint and '://' not in str(self.checkpoint) and \
+                not osp.exists(str(self.checkpoint)):
+            raise BackboneLoadError(
+                f'Pretrained checkpoint {self.checkpoint!r} does not exist. '
+                f'{self.hint}')
         source = f'{self.checkpoint!r} (prefix {self.prefix!r})'
         state_dict = load_backbone_state_dict(self.checkpoint, self.prefix,
                                               self.map_location)

@@ -1,40 +1,163 @@
-"""CutMix whose box follows the ViT patch grid."""
+"""CutMix whose box follows the ViT patch (token) grid.
+
+Two ways to draw the box (``box_units``):
+
+- ``'tokens'``: the official TL-Align rule (Euphoria16/TL-Align, ``tla.py``
+  at commit 2a3f35c: ``TL_AlignMix._mix_batch`` calls ``rand_token_bbox`` on
+  the ``(H / p, W / p)`` token grid). timm's CutMix box is drawn directly in
+  token units: side ``int(n * sqrt(1 - lam))`` tokens, a centre token drawn
+  uniformly, corners ``centre -/+ side // 2`` clipped to the grid (so a
+  side of one token, ``lam > 1 - (2 / n) ** 2``, gives an empty box and
+  nothing is mixed), then ``lam = 1 - box_tokens / all_tokens``. (``tla.py``
+  also defines ``tokenmix_mask_and_lam``, a random token *set*, which its
+  training code never calls.)
+- ``'pixels'`` (the default, kept for backward compatibility): mmpretrain's
+  pixel CutMix box, each edge snapped to the nearest patch boundary.
+
+Both give patches wholly from one source, and ``lam`` is the exact share of
+pixels kept from the first source.
+
+The patch size is the model's: :func:`bind_patch_size` (called by
+``TLAlignClassifier``) sets it from the backbone's patch embedding, or
+raises when one given in the config disagrees (a patch-4 model with 16-pixel
+cells would only ever swap whole 4x4 groups of its tokens).
+"""
+import math
 from typing import List, Optional, Tuple
 
+import numpy as np
+import torch.nn as nn
 from mmpretrain.registry import BATCH_AUGMENTS
 
 from .cutmix import TLCutMix
-from .grid import snap_to_boundary
+from .grid import grid_shape, snap_to_boundary
+
+BOX_UNITS = ('pixels', 'tokens')
+
+
+def token_box(grid_hw: Tuple[int, int],
+              lam: float) -> Tuple[int, int, int, int]:
+    """The official TL-Align box on the token grid (``rand_token_bbox`` of
+    Euphoria16/TL-Align ``tla.py``, margin 0, one box).
+
+    Draws ``np.random.randint(0, rows)`` then ``np.random.randint(0, cols)``
+    for the centre.
+
+    Args:
+        grid_hw (tuple): ``(rows, cols)`` of the token grid.
+        lam (float): the sampled ``lam``; the box covers about ``1 - lam`` of
+            the tokens.
+
+    Returns:
+        tuple: ``(y1, y2, x1, x2)`` in tokens, ``0 <= y1 <= y2 <= rows``;
+        empty (``y1 == y2`` or ``x1 == x2``) when a side is under 2 tokens
+        or the clipping leaves nothing.
+    """
+    rows, cols = int(grid_hw[0]), int(grid_hw[1])
+    ratio = np.sqrt(1 - lam)
+    cut_h, cut_w = int(rows * ratio), int(cols * ratio)
+    cy = np.random.randint(0, rows)
+    cx = np.random.randint(0, cols)
+    y1 = int(np.clip(cy - cut_h // 2, 0, rows))
+    y2 = int(np.clip(cy + cut_h // 2, 0, rows))
+    x1 = int(np.clip(cx - cut_w // 2, 0, cols))
+    x2 = int(np.clip(cx + cut_w // 2, 0, cols))
+    return y1, y2, x1, x2
+
+
+def model_patch_size(backbone: nn.Module) -> Optional[Tuple[int, int]]:
+    """``(ph, pw)`` of the backbone's first patch embedding, in pixels, or
+    None when it has none this function knows.
+
+    The first module (in ``modules()`` order) that either has a
+    ``projection`` convolution (mmcv's, mmpretrain's and mmdet's
+    ``PatchEmbed``: its stride) or a ``patch_size`` pair (tlalign_mm's
+    ``ShiftedPatchTokenization``).
+    """
+    for module in backbone.modules():
+        projection = getattr(module, 'projection', None)
+        if isinstance(projection, nn.Conv2d):
+            return tuple(int(s) for s in projection.stride)
+        size = getattr(module, 'patch_size', None)
+        if module is not backbone and isinstance(size, tuple) and \
+                len(size) == 2 and all(isinstance(s, int) for s in size):
+            return size
+    return None
+
+
+def bind_patch_size(batch_augments, backbone: nn.Module) -> None:
+    """Give every :class:`TLTokenCutMix` in ``batch_augments`` the patch size
+    of ``backbone``, or raise if one was configured with another.
+
+    Args:
+        batch_augments: a ``RandomBatchAugment`` (its ``augments``), or None.
+        backbone (nn.Module): the plain backbone (not the wrapper).
+
+    Raises:
+        ValueError: when a configured ``patch_size`` differs from the
+            model's, or the model's is unknown or not square and the augment
+            has none.
+    """
+    augments = [a for a in getattr(batch_augments, 'augments', None) or []
+                if isinstance(a, TLTokenCutMix)]
+    if not augments:
+        return
+    size = model_patch_size(backbone)
+    name = type(backbone).__name__
+    for aug in augments:
+        if size is None:
+            if aug.patch_size is None:
+                raise ValueError(
+                    f'TLTokenCutMix cannot find the patch size of {name} '
+                    '(no patch embedding with a `projection` convolution or '
+                    'a `patch_size`): give it `patch_size` in the config.')
+            continue
+        if size[0] != size[1]:
+            raise ValueError(
+                f'TLTokenCutMix needs square patches; {name} has {size}.')
+        if aug.patch_size is None:
+            aug.patch_size = size[0]
+        elif aug.patch_size != size[0]:
+            raise ValueError(
+                f'TLTokenCutMix(patch_size={aug.patch_size}) does not match '
+                f'the {size[0]}x{size[0]} patches of {name}: its boxes would '
+                'not follow the token grid. Remove `patch_size` from the '
+                'augment (it then takes the model\'s) or set it to '
+                f'{size[0]}.')
 
 
 @BATCH_AUGMENTS.register_module()
 class TLTokenCutMix(TLCutMix):
-    """Token-aligned CutMix: the CutMix box snapped to the patch grid.
+    """Token-aligned CutMix: every patch comes wholly from one source.
 
-    The box is sampled exactly like mmpretrain's :class:`CutMix`
-    (``np.random.beta``, ``torch.randperm``, ``np.random.randint`` ...; the
-    ``lam`` correction is always on), then snapped:
+    The draws are those of mmpretrain's :class:`CutMix`:
+    ``lam = np.random.beta(alpha, alpha)``, ``index = torch.randperm(N)``,
+    then the box. The box depends on ``box_units``:
 
-    - each of the four box edges moves to the *nearest* cell boundary
-      (``0, p, 2p, ...`` and the image border; an exact tie goes to the lower
-      boundary), so the box is clipped to the image and never cuts a patch;
-    - a box thinner than half a patch may collapse to nothing (then nothing is
-      mixed and ``lam == 1``);
-    - when the image size is not a multiple of ``patch_size`` the last,
-      partial row / column of cells is one cell: its edges are the last
-      multiple of ``p`` and the image border
-      (see :mod:`tlalign_mm.mixing.grid`);
-    - ``lam`` is recomputed as ``1 - snapped_box_area / (H * W)``, the exact
-      share of pixels kept from the first source.
+    - ``'tokens'`` (TL-Align's official rule, :func:`token_box`): drawn on
+      the ``ceil(H / p) x ceil(W / p)`` token grid with timm's CutMix
+      formula, so its side is a whole number of tokens; a side under two
+      tokens gives an empty box (nothing mixed, ``lam == 1``).
+    - ``'pixels'`` (default): mmpretrain's pixel box, each edge moved to the
+      *nearest* cell boundary (``0, p, 2p, ...`` and the image border; a tie
+      goes to the lower boundary); a box thinner than half a patch may
+      collapse to nothing.
 
-    Every patch is then wholly from one source: the pixel weights averaged over
-    a ``patch_size x patch_size`` cell are 0 or 1.
+    When the image size is not a multiple of ``patch_size`` the last row /
+    column of cells is partial (one token; see :mod:`tlalign_mm.mixing.grid`).
+    ``lam`` is then ``1 - box_pixels / (H * W)``, the exact share of pixels
+    kept from the first source (with ``'tokens'`` and whole cells, exactly
+    the official ``1 - box_tokens / all_tokens``).
 
     Args:
-        alpha (float): Parameter of the Beta distribution, see :class:`CutMix`.
+        alpha (float): Parameter of the Beta distribution of ``lam``, > 0.
         cutmix_minmax (List[float], optional): Min/max box side ratio, see
-            :class:`CutMix`. Defaults to None.
-        patch_size (int): Side of a ViT patch in pixels. Defaults to 16.
+            :class:`CutMix` (``'pixels'`` only). Defaults to None.
+        patch_size (int, optional): Side of a patch in pixels. Defaults to
+            None: ``TLAlignClassifier`` sets the model's. A value that
+            differs from the model's is an error.
+        box_units (str): ``'pixels'`` or ``'tokens'``, see above. Defaults to
+            ``'pixels'``.
     """
 
     #: Name written to :attr:`MixRecord.mode`.
@@ -43,19 +166,44 @@ class TLTokenCutMix(TLCutMix):
     def __init__(self,
                  alpha: float,
                  cutmix_minmax: Optional[List[float]] = None,
-                 patch_size: int = 16):
+                 patch_size: Optional[int] = None,
+                 box_units: str = 'pixels'):
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
+                or not alpha > 0 or not math.isfinite(alpha):
+            raise ValueError(
+                'TLTokenCutMix `alpha` (the Beta distribution parameter) '
+                f'must be a positive number, got {alpha!r}.')
+        if patch_size is not None and (isinstance(patch_size, bool) or
+                                       not isinstance(patch_size, int)
+                                       or patch_size <= 0):
+            raise ValueError(
+                'TLTokenCutMix `patch_size` must be a positive int (pixels) '
+                f'or None (the model\'s), got {patch_size!r}.')
+        if box_units not in BOX_UNITS:
+            raise ValueError(
+                f'TLTokenCutMix `box_units` must be one of {BOX_UNITS}, got '
+                f'{box_units!r}.')
+        if cutmix_minmax is not None:
+            if box_units == 'tokens':
+                raise ValueError(
+                    "TLTokenCutMix: `cutmix_minmax` is not part of the "
+                    "official token rule; use box_units='pixels' with it.")
+            if len(cutmix_minmax) != 2 or not \
+                    0 < cutmix_minmax[0] <= cutmix_minmax[1] <= 1:
+                raise ValueError(
+                    'TLTokenCutMix `cutmix_minmax` must be [min, max] with '
+                    f'0 < min <= max <= 1, got {cutmix_minmax!r}.')
         super().__init__(
-            alpha=alpha, cutmix_minmax=cutmix_minmax, correct_lam=True)
-        assert isinstance(patch_size, int) and patch_size > 0, \
-            f'`patch_size` should be a positive int, got {patch_size!r}.'
+            alpha=float(alpha), cutmix_minmax=cutmix_minmax, correct_lam=True)
         self.patch_size = patch_size
+        self.box_units = box_units
 
     def cutmix_bbox_and_lam(self,
                             img_shape: Tuple[int, int],
                             lam: float,
                             count: Optional[int] = None) -> tuple:
-        """Sample the CutMix box, snap it to the patch grid and set ``lam`` to
-        the kept area share.
+        """Draw the box on the patch grid and set ``lam`` to the kept pixel
+        share.
 
         Args:
             img_shape (tuple): ``(H, W)``.
@@ -63,19 +211,32 @@ class TLTokenCutMix(TLCutMix):
             count (int, optional): Must be None (one box per batch).
 
         Returns:
-            tuple: ``((y1, y2, x1, x2), lam)`` with the snapped box.
+            tuple: ``((y1, y2, x1, x2), lam)``, the box in pixels.
         """
-        assert count is None, 'TLTokenCutMix draws one box per batch.'
-        (y1, y2, x1, x2), _ = super().cutmix_bbox_and_lam(img_shape, lam)
+        if count is not None:
+            raise ValueError('TLTokenCutMix draws one box per batch.')
+        if self.patch_size is None:
+            raise ValueError(
+                'TLTokenCutMix(patch_size=None) takes the patch size of the '
+                'model, which TLAlignClassifier sets when it is built; '
+                'outside it, give `patch_size`.')
         img_h, img_w = int(img_shape[0]), int(img_shape[1])
-        y1 = snap_to_boundary(y1, img_h, self.patch_size)
-        y2 = snap_to_boundary(y2, img_h, self.patch_size)
-        x1 = snap_to_boundary(x1, img_w, self.patch_size)
-        x2 = snap_to_boundary(x2, img_w, self.patch_size)
+        p = self.patch_size
+        if self.box_units == 'tokens':
+            y1, y2, x1, x2 = token_box(grid_shape((img_h, img_w), p), lam)
+            y1, y2 = min(y1 * p, img_h), min(y2 * p, img_h)
+            x1, x2 = min(x1 * p, img_w), min(x2 * p, img_w)
+        else:
+            (y1, y2, x1, x2), _ = super().cutmix_bbox_and_lam(img_shape, lam)
+            y1 = snap_to_boundary(y1, img_h, p)
+            y2 = snap_to_boundary(y2, img_h, p)
+            x1 = snap_to_boundary(x1, img_w, p)
+            x2 = snap_to_boundary(x2, img_w, p)
         lam = 1. - (y2 - y1) * (x2 - x1) / float(img_h * img_w)
         return (y1, y2, x1, x2), lam
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(alpha={self.alpha}, ' \
                f'cutmix_minmax={self.cutmix_minmax}, ' \
-               f'patch_size={self.patch_size})'
+               f'patch_size={self.patch_size}, ' \
+               f'box_units={self.box_units!r})'

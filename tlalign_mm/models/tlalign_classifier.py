@@ -8,14 +8,14 @@ from mmpretrain.models import ImageClassifier
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
-from tlalign_mm.core.transmix import transmix_lambda_from_weighted
+from tlalign_mm.mixing.token_cutmix import bind_patch_size
 
 from .tlalign_backbone import tlalign_backbone_cfg
 from .traced_forward import traced_forward
 from .transmix import (
     check_transmix_backbone,
-    transmix_applies,
-    transmix_forward,
+    check_transmix_cfg,
+    transmix_target,
 )
 
 _FIELDS = ('mix_pixel_weights', 'mix_targets', 'mix_cls_weights')
@@ -65,6 +65,10 @@ class TLAlignClassifier(ImageClassifier):
               mix_targets`` (each source's area ratio), no alignment: the
               model trains exactly as an ``ImageClassifier`` with the
               corresponding mmpretrain augmentations.
+        transmix_cfg (dict, optional): ``mask='nearest'`` (default,
+            TransMix's own: a patch is in the box when its top-left pixel
+            is) or ``'fractional'`` (by the share of its pixels), see
+            :func:`~tlalign_mm.models.transmix.transmix_target`.
         **kwargs: as :class:`mmpretrain.models.ImageClassifier`.
     """
 
@@ -74,6 +78,7 @@ class TLAlignClassifier(ImageClassifier):
                  align_cfg: Optional[dict] = None,
                  data_preprocessor: Optional[dict] = None,
                  target: str = 'tlalign',
+                 transmix_cfg: Optional[dict] = None,
                  **kwargs):
         if target not in TARGETS:
             raise ValueError(
@@ -86,6 +91,10 @@ class TLAlignClassifier(ImageClassifier):
         super().__init__(
             backbone, *args, data_preprocessor=data_preprocessor, **kwargs)
         self.target = target
+        self.transmix_cfg = check_transmix_cfg(transmix_cfg)
+        # token CutMix follows the model's patch grid (or fails on another)
+        bind_patch_size(getattr(self.data_preprocessor, 'batch_augments',
+                                None), self.backbone)
         if target == 'transmix':
             check_transmix_backbone(self.backbone)
 
@@ -114,14 +123,9 @@ class TLAlignClassifier(ImageClassifier):
                 'num_classes in data_preprocessor and head.')
 
         if self.target == 'transmix':
-            traced = transmix_forward(self.backbone, inputs,
-                                      pixel_weights)
-            cls_weights = cls_weights.float()
-            lam = transmix_lambda_from_weighted(traced.weights, cls_weights)
-            # Mixup and unmixed samples keep the area ratio.
-            applies = transmix_applies(data_samples).to(lam.device)
-            lam = torch.where(applies[:, None], lam, cls_weights)
-            traced = traced._replace(weights=lam)
+            traced = transmix_target(self.backbone, inputs, pixel_weights,
+                                     cls_weights, data_samples,
+                                     **self.transmix_cfg)
         else:
             traced = traced_forward(self.backbone, inputs, pixel_weights,
                                     cls_weights)

@@ -13,6 +13,13 @@ import torch.nn.functional as F
 from mmpretrain.models.backbones import VisionTransformer
 from mmpretrain.structures import DataSample
 
+from tlalign_mm.core.transmix import (
+    TOKEN_MASKS,
+    nearest_pixel_weights,
+    transmix_lambda_from_weighted,
+)
+from tlalign_mm.mixing.token_cutmix import model_patch_size
+
 from .traced_forward import TracedOutput, traced_forward
 
 
@@ -29,6 +36,22 @@ def check_transmix_backbone(backbone: nn.Module) -> None:
             'last-block attention, so it needs a VisionTransformer (ViT/DeiT) '
             f"with out_type='cls_token'; got {kind}. Use target='tlalign' "
             "or 'cutmix' for models without a class token.")
+
+
+def check_transmix_cfg(transmix_cfg: dict) -> dict:
+    """The options of ``TLAlignClassifier(transmix_cfg=...)``: ``mask``, one
+    of :data:`~tlalign_mm.core.transmix.TOKEN_MASKS` (default
+    ``'nearest'``, TransMix's own)."""
+    cfg = dict(transmix_cfg or {})
+    unknown = set(cfg) - {'mask'}
+    if unknown:
+        raise ValueError(f'Unknown transmix_cfg keys {sorted(unknown)}; '
+                         "the only option is `mask`.")
+    cfg.setdefault('mask', 'nearest')
+    if cfg['mask'] not in TOKEN_MASKS:
+        raise ValueError(f"transmix_cfg mask must be one of {TOKEN_MASKS}, "
+                         f"got {cfg['mask']!r}.")
+    return cfg
 
 
 def transmix_forward(backbone: nn.Module, images: torch.Tensor,
@@ -79,3 +102,52 @@ def transmix_applies(data_samples: List[DataSample]) -> torch.Tensor:
         s.get('mix_mode', None) in TRANSMIX_MODES
         and s.mix_pixel_weights.shape[0] > 1 for s in data_samples
     ])
+
+
+def transmix_target(backbone: nn.Module, images: torch.Tensor,
+                    pixel_weights: torch.Tensor, cls_weights: torch.Tensor,
+                    data_samples: List[DataSample],
+                    mask: str = 'nearest') -> TracedOutput:
+    """The backbone's forward and TransMix's ``(B, S)`` source weights.
+
+    ``lam = (lam_area + lam_attn) / 2`` (:mod:`tlalign_mm.core.transmix`)
+    for the samples of a CutMix or token CutMix batch; every other sample
+    keeps ``cls_weights``.
+
+    Args:
+        backbone (nn.Module): the plain class-token ViT/DeiT.
+        images (Tensor): ``(B, 3, H, W)`` mixed images.
+        pixel_weights (Tensor): ``(B, S, H, W)``.
+        cls_weights (Tensor): ``(B, S)`` the record's area weights.
+        data_samples (List[DataSample]): carry each sample's ``mix_mode``.
+        mask (str): ``'nearest'`` (TransMix's definition: a patch is in the
+            box when its top-left pixel is; ``lam_area`` is the pixel
+            share) or ``'fractional'`` (each patch by the share of its
+            pixels; ``lam_area`` is ``cls_weights``).
+
+    Returns:
+        TracedOutput: ``feats`` as the backbone's forward; ``weights`` the
+        ``(B, S)`` target weights.
+    """
+    cls_weights = cls_weights.float()
+    if mask == 'nearest':
+        patch_size = model_patch_size(backbone)
+        if patch_size is None:
+            raise ValueError(
+                "TransMix's nearest token mask needs the patch size of "
+                f'{type(backbone).__name__}, which has no patch embedding '
+                "with a `projection` convolution; use transmix_cfg=dict("
+                "mask='fractional').")
+        pixel_weights = pixel_weights.detach().float()
+        # the clipped box's area (TransMix's lam0), not the token mask's
+        area = pixel_weights.mean((2, 3))
+        pixel_weights = nearest_pixel_weights(pixel_weights, patch_size)
+    elif mask == 'fractional':
+        area = cls_weights
+    else:
+        raise ValueError(f'mask must be one of {TOKEN_MASKS}, got {mask!r}.')
+    traced = transmix_forward(backbone, images, pixel_weights)
+    lam = transmix_lambda_from_weighted(traced.weights, area)
+    applies = transmix_applies(data_samples).to(lam.device)
+    return traced._replace(weights=torch.where(applies[:, None], lam,
+                                               cls_weights))

@@ -2,7 +2,8 @@
 # fine-tuned at 224x224 with DeiT's transfer recipe:
 # DeiT's ImageNet augmentations without random erasing (RandomResizedCrop
 # 224, flip, RandAugment rand-m9-mstd0.5-inc1; Mixup/CutMix are in the
-# model's train_cfg), ImageNet normalisation, 8 GPUs x 96 images; evaluation
+# model's train_cfg), repeated augmentation x3, ImageNet normalisation,
+# 8 GPUs x 96 images; evaluation
 # resizes the short edge to 256 and centre-crops 224, as DeiT does.
 # Layout:
 # data/cifar10/cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta}
@@ -53,7 +54,8 @@ train_dataloader = dict(
         data_root='data/cifar10',
         split='train',
         pipeline=train_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True),
+    # DeiT's repeated augmentation (RASampler; mmpretrain's port)
+    sampler=dict(type='RepeatAugSampler', num_repeats=3, shuffle=True),
 )
 val_dataloader = dict(
     batch_size=96,

@@ -1,7 +1,8 @@
 # An image-file dataset fine-tuned at 224x224 with DeiT's transfer recipe:
 # DeiT's ImageNet augmentations without random erasing (RandomResizedCrop
 # 224, flip, RandAugment rand-m9-mstd0.5-inc1; Mixup/CutMix are in the
-# model's train_cfg), ImageNet normalisation, 8 GPUs x 96 images; evaluation
+# model's train_cfg), repeated augmentation x3, ImageNet normalisation,
+# 8 GPUs x 96 images; evaluation
 # resizes the short edge to 256 and centre-crops 224, as DeiT does.
 # Each dataset config sets num_classes and the datasets' type, data_root
 # and split.
@@ -48,7 +49,8 @@ train_dataloader = dict(
     batch_size=96,
     num_workers=8,
     dataset=dict(pipeline=train_pipeline),
-    sampler=dict(type='DefaultSampler', shuffle=True),
+    # DeiT's repeated augmentation (RASampler; mmpretrain's port)
+    sampler=dict(type='RepeatAugSampler', num_repeats=3, shuffle=True),
 )
 val_dataloader = dict(
     batch_size=96,

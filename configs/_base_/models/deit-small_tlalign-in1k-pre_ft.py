@@ -1,11 +1,15 @@
 # DeiT-S for fine-tuning from an ImageNet checkpoint pretrained with TL-Align
-# (DeiT's transfer recipe: no stochastic depth, label smoothing 0.1, Mixup
-# and CutMix). The dataset config sets the head's num_classes.
+# (DeiT's transfer recipe, facebookresearch/deit issue 45: no stochastic
+# depth, label smoothing 0.1, Mixup 0.8 / CutMix 1.0 switched per batch, a
+# new head initialised truncated-normal with std 0.02). The dataset config
+# sets the head's num_classes.
 #
-# The backbone loads strictly (every key, or an error) from TLALIGN_CKPT,
+# The backbone loads strictly (every key, or an error:
+# deit_strict-pretrained.py) from TLALIGN_CKPT,
 # by default the last checkpoint of
 #   tools/train.py configs/tlalign/deit-small_4xb256_in1k_tlalign.py
 # (a Runner checkpoint, or its tools/export_backbone.py export).
+_base_ = ['./deit_strict-pretrained.py']
 custom_imports = dict(
     imports=['tlalign_mm', 'tlalign_mm.downstream'],
     allow_failed_imports=False)
@@ -15,22 +19,17 @@ model = dict(
     type='ImageClassifier',
     backbone=dict(
         type='VisionTransformer',
-        arch='deit-small',
+        **_base_.pop('deit_strict_pretrained'),
         img_size=224,
-        patch_size=16,
-        drop_path_rate=0.0,  # DeiT's transfer recipe: no stochastic depth
-        # the strict loader of tlalign_mm.downstream (not mmengine's):
-        # strict=True makes a config that loses `_scope_` fail loudly
-        init_cfg=dict(
-            type='Pretrained',
-            _scope_='tlalign_mm.downstream',
-            checkpoint=checkpoint_file,
-            prefix='backbone.',
-            strict=True)),
+        drop_path_rate=0.0),  # DeiT's transfer recipe: no stochastic depth
     neck=None,
     head=dict(
         type='VisionTransformerClsHead',
         in_channels=384,
+        # the new head as timm's ViT initialises it (DeiT's --finetune
+        # keeps the model's own init for the replaced head), not
+        # VisionTransformerClsHead's default zeros
+        init_cfg=dict(type='TruncNormal', layer='Linear', std=.02),
         loss=dict(
             type='LabelSmoothLoss', label_smooth_val=0.1, mode='original')),
     init_cfg=[
@@ -42,3 +41,4 @@ model = dict(
         dict(type='CutMix', alpha=1.0),
     ]),
 )
+model['backbone']['init_cfg']['checkpoint'] = checkpoint_file

@@ -1,7 +1,14 @@
-# The paper's small-dataset ViT as mmpretrain's plain VisionTransformer:
-# dim 192, depth 9, 12 heads of 16 dims, MLP ratio 2, patch 4 at 32 px
-# (64 tokens), stochastic depth 0.1; class-token head, label smoothing 0.1,
-# Mixup 0.8 / CutMix 1.0 switched per batch. num_classes is set per dataset.
+# The paper's small-dataset ViT as mmpretrain's plain VisionTransformer,
+# with the official model settings (aanna0701/SPT_LSA_ViT at 54bd796,
+# models/create_model.py and models/vit.py): dim 192, depth 9, 12 heads of
+# 16 dims, MLP ratio 2, patch 4 at 32 px (64 tokens); qkv without bias
+# (to_qkv bias=False), nn.LayerNorm's eps 1e-5, stochastic depth 0.1 in
+# every block (one DropPath(--sd 0.1) for all blocks, not a 0 -> 0.1 ramp);
+# class-token head, label smoothing 0.1 (--smoothing). Mixing as main.py's
+# defaults (--cm, --mu on, --mix_prob 0.5, --beta 1.0, --alpha 1.0): half
+# of the batches are mixed, and a mixed batch is CutMix (Beta(1, 1), the
+# box's area as lambda) or Mixup (Beta(1, 1)) with probability 0.5 each.
+# num_classes is set per dataset.
 model = dict(
     type='ImageClassifier',
     backbone=dict(
@@ -10,7 +17,10 @@ model = dict(
                   feedforward_channels=384),
         img_size=32,
         patch_size=4,
-        drop_path_rate=0.1),
+        qkv_bias=False,
+        norm_cfg=dict(type='LN', eps=1e-5),
+        drop_path_rate=0.1,
+        layer_cfgs=dict(drop_path_rate=0.1)),  # the same rate in every block
     neck=None,
     head=dict(
         type='VisionTransformerClsHead',
@@ -22,8 +32,10 @@ model = dict(
         dict(type='TruncNormal', layer='Linear', std=.02),
         dict(type='Constant', layer='LayerNorm', val=1., bias=0.),
     ],
-    train_cfg=dict(augments=[
-        dict(type='Mixup', alpha=0.8),
-        dict(type='CutMix', alpha=1.0),
-    ]),
+    train_cfg=dict(
+        augments=[
+            dict(type='Mixup', alpha=1.0),
+            dict(type='CutMix', alpha=1.0),
+        ],
+        probs=[0.25, 0.25]),  # no mixing in the other half
 )

@@ -1,0 +1,165 @@
+"""The paper-recipe configs hold the originals' hyper-parameters, read from
+the merged configs (not the file text): the official TL-Align code for DeiT
+(Euphoria16/TL-Align main_tla.py defaults), Swin's recipe, the paper's
+B-model protocol, the SPT/LSA code's model settings and mixing, DeiT's
+transfer recipe and the Swin authors' Cascade Mask R-CNN schedule. Each
+expected value is written here from the source named in the config's
+header, not copied from the config."""
+import math
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.optim import OptimWrapper
+from mmengine.optim.scheduler import CosineAnnealingLR, LinearLR
+from mmpretrain.registry import MODELS
+
+import tlalign_mm  # noqa: F401
+from tlalign_mm.models.tracers import installed_session
+
+from .config_snapshot import ROOT, defaults_only
+
+
+def load(rel_path: str) -> Config:
+    with defaults_only():
+        return Config.fromfile(osp.join(ROOT, 'configs', rel_path))
+
+
+DEIT = ['deit-tiny', 'deit-small', 'deit-base']
+
+
+def timm_cosine(epoch, lr, warmup_lr, min_lr, warmup, epochs):
+    """timm's CosineLRScheduler per epoch (t_in_epochs, no warm-up prefix,
+    as DeiT's create_scheduler builds it): linear warm-up from warmup_lr,
+    then min_lr + (lr - min_lr) (1 + cos(pi t / epochs)) / 2."""
+    if epoch < warmup:
+        return warmup_lr + epoch * (lr - warmup_lr) / warmup
+    return min_lr + 0.5 * (lr - min_lr) * (
+        1 + math.cos(math.pi * epoch / epochs))
+
+
+_SCHEDULERS = dict(LinearLR=LinearLR, CosineAnnealingLR=CosineAnnealingLR)
+
+
+def epoch_lrs(cfg: Config, epochs: int) -> list:
+    """The lr of each epoch under the config's by-epoch param_scheduler."""
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=cfg.optim_wrapper.optimizer.lr)
+    wrapper = OptimWrapper(optimizer)
+    schedulers = []
+    for s in cfg.param_scheduler:
+        s = dict(s)
+        s.pop('_scope_', None)
+        assert s.pop('by_epoch') is True
+        assert not s.pop('convert_to_iter_based', False)
+        schedulers.append(_SCHEDULERS[s.pop('type')](wrapper, **s))
+    lrs = []
+    for _ in range(epochs):
+        lrs.append(optimizer.param_groups[0]['lr'])
+        for s in schedulers:
+            s.step()
+    return lrs
+
+
+# ------------------------------------------------------- DeiT, the paper ---
+@pytest.mark.parametrize('arch', DEIT)
+def test_deit_paper_recipe_is_the_official_codes(arch):
+    cfg = load(f'tlalign/{arch}_8xb128_in1k_tlalign-paper.py')
+    model = cfg.model
+    assert model.type == 'TLAlignClassifier' and model.target == 'tlalign'
+    assert model.backbone.arch == arch
+    assert model.backbone.drop_path_rate == 0.1          # --drop-path
+    assert model.align_cfg == dict(follow_drop_path=False)
+    # --mixup 0.0 --cutmix 1.0 --mixup-prob 1.0: token CutMix, every batch
+    assert model.train_cfg.augments == [
+        dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens')]
+    assert model.train_cfg.get('probs') is None
+    assert model.head.loss == dict(type='LabelSmoothLoss',
+                                   label_smooth_val=0.1, mode='original')
+    # 8 GPUs x --batch-size 128, repeated augmentation
+    assert cfg.train_dataloader.batch_size == 128
+    assert cfg.auto_scale_lr.base_batch_size == 8 * 128
+    assert cfg.train_dataloader.sampler == dict(
+        type='RepeatAugSampler', num_repeats=3, shuffle=True)
+    pipeline = {t['type']: t for t in cfg.train_dataloader.dataset.pipeline}
+    assert pipeline['RandomErasing']['erase_prob'] == 0.25   # --reprob
+    assert pipeline['RandomErasing']['mode'] == 'rand'       # 'pixel'
+    assert pipeline['RandAugment']['magnitude_level'] == 9   # rand-m9
+    assert pipeline['RandAugment']['magnitude_std'] == 0.5   # -mstd0.5
+    # --opt adamw, lr 5e-4 * 1024 / 512, --weight-decay 0.05, no clipping,
+    # NativeScaler
+    opt = cfg.optim_wrapper.optimizer
+    assert opt.type == 'AdamW' and opt.lr == pytest.approx(1e-3)
+    assert (opt.weight_decay, opt.eps, tuple(opt.betas)) == (
+        0.05, 1e-8, (0.9, 0.999))
+    assert cfg.optim_wrapper.clip_grad is None
+    assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
+    assert cfg.train_cfg.max_epochs == 300
+    assert not cfg.get('custom_hooks')                       # no EMA
+    assert (cfg.randomness.seed, cfg.randomness.diff_rank_seed) == (0, True)
+
+
+def test_deit_paper_schedule_is_timms_per_epoch_cosine():
+    """--sched cosine --warmup-epochs 5 --warmup-lr 1e-6 --min-lr 1e-5 over
+    300 epochs, stepped once per epoch."""
+    cfg = load('tlalign/deit-small_8xb128_in1k_tlalign-paper.py')
+    got = epoch_lrs(cfg, 300)
+    want = [timm_cosine(e, 1e-3, 1e-6, 1e-5, 5, 300) for e in range(300)]
+    worst = max(abs(g - w) / w for g, w in zip(got, want))
+    assert worst < 5e-4, worst
+
+
+@pytest.mark.parametrize('arch', DEIT + ['swin-tiny', 'swin-small'])
+def test_paper_twins_differ_only_in_the_target(arch):
+    batch = '16xb64' if arch.startswith('swin') else '8xb128'
+    ours = load(f'tlalign/{arch}_{batch}_in1k_tlalign-paper.py').to_dict()
+    twin = load(f'tlalign/{arch}_{batch}_in1k_cutmix-paper.py').to_dict()
+    ours_model, twin_model = ours.pop('model'), twin.pop('model')
+    assert ours == twin
+    assert ours_model.pop('align_cfg') == dict(follow_drop_path=False)
+    if arch.startswith('deit'):
+        assert ours_model.pop('target') == 'tlalign'
+        assert twin_model.pop('target') == 'cutmix'
+    else:  # Swin's twin is mmpretrain's plain classifier and augments
+        assert ours_model.pop('type') == 'TLAlignClassifier'
+        assert twin_model.pop('type') == 'ImageClassifier'
+        augs = ours_model.pop('train_cfg')['augments']
+        assert [a.pop('type') for a in augs] == ['TLMixup', 'TLCutMix']
+        twin_augs = twin_model.pop('train_cfg')['augments']
+        assert [a.pop('type') for a in twin_augs] == ['Mixup', 'CutMix']
+        assert augs == twin_augs
+    assert ours_model == twin_model
+
+
+def test_deit_paper_model_builds_with_the_token_grid():
+    cfg = load('tlalign/deit-tiny_8xb128_in1k_tlalign-paper.py')
+    model = MODELS.build(cfg.model)
+    aug, = model.data_preprocessor.batch_augments.augments
+    assert type(aug).__name__ == 'TLTokenCutMix'
+    assert aug.patch_size == 16 and aug.box_units == 'tokens'
+    assert installed_session(model.backbone).follow_drop_path is False
+
+
+# ------------------------------------------------------- Swin, the paper ---
+@pytest.mark.parametrize('arch,drop_path', [('swin-tiny', 0.2),
+                                            ('swin-small', 0.3)])
+def test_swin_paper_recipe_is_swins(arch, drop_path):
+    """microsoft/Swin-Transformer config.py and configs/swin/*.yaml."""
+    cfg = load(f'tlalign/{arch}_16xb64_in1k_tlalign-paper.py')
+    assert cfg.model.backbone.drop_path_rate == drop_path
+    assert cfg.model.align_cfg == dict(follow_drop_path=False)
+    assert [(a.type, a.alpha) for a in cfg.model.train_cfg.augments] == [
+        ('TLMixup', 0.8), ('TLCutMix', 1.0)]
+    assert cfg.model.train_cfg.get('probs') is None  # 0.5 / 0.5, always
+    opt = cfg.optim_wrapper.optimizer
+    assert opt.lr == pytest.approx(5e-4 * 1024 / 512)
+    assert opt.weight_decay == 0.05
+    assert cfg.optim_wrapper.clip_grad == dict(max_norm=5.0)
+    assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
+    assert 16 * cfg.train_dataloader.batch_size == 1024
+    warmup, cosine = cfg.param_scheduler
+    assert warmup.end == 20 and warmup.convert_to_iter_based
+    assert warmup.start_factor == pytest.approx(5e-7 / 5e-4)
+    assert cosine.eta_min == pytest.approx(5e-6 * 1024 / 512)
+    assert cfg.train_cfg.max_epochs == 300
