@@ -44,7 +44,6 @@ import numpy as np
 import scipy
 import torch
 from packaging.version import Version
-from scipy.interpolate import RectBivariateSpline
 
 __all__ = [
     'INTERP2D_REMOVED', 'MMPRETRAIN_MODULES', 'MMPRETRAIN_RESIZE',
@@ -115,6 +114,7 @@ def interp2d_cubic(x: Sequence[float], y: Sequence[float],
     if not np.all(y[1:] >= y[:-1]):
         order = np.argsort(y)
         y, z = y[order], z[order, :]
+    from scipy.interpolate import RectBivariateSpline  # only when resizing
     spline = RectBivariateSpline(x, y, z.T, kx=3, ky=3, s=0)
 
     def evaluate(xnew: Sequence[float], ynew: Sequence[float]) -> np.ndarray:
