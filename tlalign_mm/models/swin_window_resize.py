@@ -14,12 +14,14 @@ the load fails.
 
 This module keeps mmpretrain's resize (the same geometric grid, the same
 spline) and replaces only the removed call, by the replacement SciPy's
-interp2d transition guide gives for a regular grid, "which should preserve
-the interp2d results exactly": ``RectBivariateSpline(x, y, z.T)(xnew,
-ynew).T``. Both fit FITPACK's interpolating (``s=0``) bicubic spline with
-``regrid_smth`` and evaluate it with ``bispev``, which clamps points outside
-the data to its edge (interp2d's documented "nearest-neighbor
-extrapolation" for ``fill_value=None``); see :func:`interp2d_cubic`.
+"Interpolate transition guide" (docs.scipy.org, SciPy 1.13, section 1.1)
+gives for a regular grid, "which should preserve the interp2d results
+exactly": ``RectBivariateSpline(x, y, z.T)(xnew, ynew).T``. Both fit
+FITPACK's interpolating (``s=0``) bicubic spline with ``regrid_smth`` and
+evaluate it with ``bispev``, which clamps points outside the data to its
+edge (interp2d's docstring, scipy/scipy@00192de: "values
+outside the domain are extrapolated via nearest-neighbor extrapolation" for
+``fill_value=None``); see :func:`interp2d_cubic`.
 
 How it is installed: importing :mod:`tlalign_mm` imports this module, which
 calls :func:`install_mmpretrain_resize`. That rebinds one name,
@@ -47,8 +49,8 @@ from packaging.version import Version
 
 __all__ = [
     'INTERP2D_REMOVED', 'MMPRETRAIN_MODULES', 'MMPRETRAIN_RESIZE',
-    'interp2d_cubic',
-    'resize_relative_position_bias_table', 'install_mmpretrain_resize'
+    'interp2d_cubic', 'resize_relative_position_bias_table',
+    'install_mmpretrain_resize'
 ]
 
 #: SciPy 1.14 removed ``scipy.interpolate.interp2d`` (its stub raises).
