@@ -26,5 +26,9 @@ setup(
         'timm>=1.0,<2',
         'scikit-learn',
     ],
-    extras_require={'tests': ['pytest>=8']},
+    extras_require={
+        'tests': ['pytest>=8'],
+        # tools/robustness/autoattack.py: fra31/auto-attack's attacks
+        'autoattack': ['pyautoattack==0.2.0'],
+    },
 )

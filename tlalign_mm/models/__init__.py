@@ -2,6 +2,7 @@
 from . import spt_lsa  # noqa: F401  (registers SPT/LSA, SL-ViT, SL-Swin)
 from .align import align_labels
 from .pyramid_gap import PyramidGlobalAveragePooling
+from .swin_window_resize import install_mmpretrain_resize  # noqa: F401
 from .tlalign_backbone import TLAlignBackbone
 from .tlalign_classifier import TLAlignClassifier
 from .traced_forward import TracedOutput, traced_forward

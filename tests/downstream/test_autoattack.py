@@ -1,0 +1,321 @@
+"""AutoAttack on a tiny model and tiny data: the normalisation runs inside
+the attacked function, eps 0 leaves the accuracy unchanged, a large eps
+does not raise it, and tools/robustness/autoattack.py writes its JSON.
+
+The attacks are pyautoattack's; here they run on few, tiny images, and,
+where the ``standard`` version would run every attack to its end (eps 0:
+nothing is ever fooled), as ``custom`` with APGD-CE only."""
+import importlib.util
+import json
+import logging
+import math
+import os
+import os.path as osp
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmpretrain.structures import DataSample
+from PIL import Image
+
+import tlalign_mm  # noqa: F401  (registers modules)
+from tlalign_mm.analysis.session import build_model, load_config
+from tlalign_mm.downstream.autoattack import (
+    PixelSpaceClassifier,
+    autoattack_accuracy,
+    build_attack_dataloader,
+    pixel_batch,
+    subset_indices,
+    wilson_interval,
+)
+
+from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint, shrink
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
+# with eps 0 nothing is ever fooled, so every attack runs to its end: the
+# eps-0 runs use the cheapest one
+CHEAP = ['apgd-ce']
+
+
+@pytest.fixture(autouse=True)
+def _quiet_autoattack():
+    # AutoAttack warns through logging (e.g. zero gradients); keep the
+    # test output readable.
+    logger = logging.getLogger('auto-attack')
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+def tiny_classifier(num_classes: int = 10):
+    """An mmpretrain ViT classifier on 16x16 images, weights perturbed so
+    that no logit ties (the head initialises to zero)."""
+    from mmpretrain.registry import MODELS
+    init_default_scope('mmpretrain')
+    model = MODELS.build(dict(
+        type='ImageClassifier',
+        backbone=dict(type='VisionTransformer', img_size=16, patch_size=8,
+                      arch=dict(embed_dims=16, num_layers=1, num_heads=2,
+                                feedforward_channels=32)),
+        head=dict(type='VisionTransformerClsHead', num_classes=num_classes,
+                  in_channels=16),
+        data_preprocessor=dict(type='ClsDataPreprocessor', mean=MEAN,
+                               std=STD, to_rgb=True)))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn(p.shape, generator=generator))
+    return model.eval()
+
+
+def uint8_batch(n: int, labels=None, seed: int = 0) -> dict:
+    generator = torch.Generator().manual_seed(seed)
+    inputs = torch.randint(0, 256, (n, 3, 16, 16), generator=generator,
+                           dtype=torch.uint8)
+    labels = [0] * n if labels is None else labels
+    return dict(inputs=inputs, data_samples=[
+        DataSample().set_gt_label(int(y)) for y in labels])
+
+
+def half_right(model, x):
+    """Labels: the model's prediction for the first half of ``x``, another
+    class for the rest, so that clean accuracy is exactly 50%."""
+    with torch.no_grad():
+        labels = model(x).argmax(1)
+    k = model(x[:1]).shape[1]
+    labels[len(x) // 2:] = (labels[len(x) // 2:] + 1) % k
+    return labels
+
+
+def test_normalisation_runs_inside_the_attacked_function():
+    classifier = tiny_classifier()
+    batch = uint8_batch(4)
+    x, labels = pixel_batch(classifier.data_preprocessor, batch)
+    # [0, 1] RGB: the BGR-loaded uint8 batch flipped and divided by 255
+    assert torch.equal(x, batch['inputs'].flip(1).float() / 255)
+    assert labels.tolist() == [0, 0, 0, 0]
+    model = PixelSpaceClassifier.from_classifier(classifier)
+    with torch.no_grad():
+        standard = classifier(
+            classifier.data_preprocessor(batch)['inputs'], mode='tensor')
+        ours = model(x)
+    torch.testing.assert_close(ours, standard, rtol=0, atol=1e-5)
+    # the gradient reaches the pixels through the normalisation
+    x.requires_grad_(True)
+    model(x).sum().backward()
+    assert x.grad.abs().sum() > 0
+    assert not any(p.requires_grad for p in classifier.parameters())
+
+
+def test_a_padding_preprocessor_is_refused():
+    classifier = tiny_classifier()
+    classifier.data_preprocessor.pad_size_divisor = 32
+    with pytest.raises(ValueError, match='pad_size_divisor=1'):
+        PixelSpaceClassifier.from_classifier(classifier)
+
+
+def test_eps_zero_keeps_clean_accuracy():
+    model = PixelSpaceClassifier.from_classifier(tiny_classifier())
+    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(4))
+    labels = half_right(model, x)
+    result = autoattack_accuracy(model, [(x, labels)], norm='Linf', eps=0.0,
+                                 version='custom', attacks=CHEAP)
+    assert result['num_images'] == 4 and result['num_classes'] == 10
+    assert result['clean_correct'] == 2 and result['clean_accuracy'] == 50
+    assert result['robust_correct'] == 2 and result['robust_accuracy'] == 50
+    assert result['max_perturbation'] == 0
+    assert result['attacks'] == CHEAP
+
+
+@pytest.mark.parametrize('norm,eps', [('Linf', 1.0), ('L2', 16.0)])
+def test_large_eps_is_no_better_than_clean(norm, eps):
+    model = PixelSpaceClassifier.from_classifier(tiny_classifier())
+    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(6))
+    labels = half_right(model, x)
+    # two batches: counts add up over batches
+    result = autoattack_accuracy(model, [(x[:4], labels[:4]),
+                                         (x[4:], labels[4:])],
+                                 norm=norm, eps=eps)
+    assert result['attacks'] == ['apgd-ce', 'apgd-t', 'fab-t', 'square']
+    assert result['num_images'] == 6 and result['clean_correct'] == 3
+    assert result['robust_accuracy'] <= result['clean_accuracy'] == 50
+    # at this budget the attack changes every decision it may change
+    assert result['robust_correct'] == 0
+    assert 0 < result['max_perturbation'] <= eps * (1 + 1e-5)
+
+
+def test_fewer_than_ten_classes_target_all_the_others():
+    # AutoAttack's targeted attacks try 9 runner-up classes; with 5 it would
+    # index past the logits
+    model = PixelSpaceClassifier.from_classifier(tiny_classifier(5))
+    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(1))
+    with torch.no_grad():
+        labels = model(x).argmax(1)
+    # eps 0: nothing is fooled, so every target class is tried
+    result = autoattack_accuracy(model, [(x, labels)], eps=0.0,
+                                 version='custom',
+                                 attacks=['apgd-t', 'fab-t'])
+    assert result['robust_accuracy'] == result['clean_accuracy'] == 100
+
+
+def test_a_model_that_returns_no_logits_is_refused():
+    class FeatureMaps(nn.Module):  # (B, C, H, W), not (B, K)
+        def forward(self, x, mode):
+            return x
+
+    model = PixelSpaceClassifier(FeatureMaps())
+    with pytest.raises(TypeError, match=r'\(B, K\) logits'):
+        model(torch.zeros(1, 3, 4, 4))
+
+
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(version='custom'), 'needs the attacks'),
+    (dict(version='custom', attacks=['pgd']), 'Unknown attacks'),
+    (dict(attacks=['apgd-ce']), "only with version='custom'"),
+    (dict(norm='Linf2'), 'norm must be'),
+    (dict(eps=-0.1), 'eps must be'),
+])
+def test_bad_options_fail_early(kwargs, match):
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3, 10))
+    with pytest.raises(ValueError, match=match):
+        autoattack_accuracy(model, [(torch.rand(1, 3, 1, 1),
+                                     torch.zeros(1, dtype=torch.long))],
+                            **kwargs)
+
+
+def test_wilson_interval_by_hand():
+    # 8 of 10: p = 0.8, z = 1.96: centre (0.8 + z^2/20) / (1 + z^2/10),
+    # half-width z sqrt(0.016 + z^2/400) / (1 + z^2/10)
+    z = 1.959963984540054
+    centre = (0.8 + z * z / 20) / (1 + z * z / 10)
+    half = z * math.sqrt(0.8 * 0.2 / 10 + z * z / 400) / (1 + z * z / 10)
+    lo, hi = wilson_interval(8, 10)
+    assert lo == pytest.approx(centre - half) and lo == pytest.approx(
+        0.4902, abs=1e-4)
+    assert hi == pytest.approx(centre + half) and hi == pytest.approx(
+        0.9433, abs=1e-4)
+    assert wilson_interval(0, 10)[0] == 0 and wilson_interval(10, 10)[1] == 1
+    assert wilson_interval(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
+
+
+def test_subset_indices():
+    assert subset_indices(10, None) is None
+    assert subset_indices(10, 10) is None and subset_indices(10, 99) is None
+    a = subset_indices(1000, 50, seed=3)
+    assert a == subset_indices(1000, 50, seed=3) != subset_indices(
+        1000, 50, seed=4)
+    assert len(set(a)) == 50 and a == sorted(a) and 0 <= a[0] < a[-1] < 1000
+    with pytest.raises(ValueError, match='positive'):
+        subset_indices(10, 0)
+
+
+# --------------------------------------------------------------------------
+# tools/robustness/autoattack.py on a real ImageNet config
+# --------------------------------------------------------------------------
+PRETRAIN = config_path('tlalign', 'deit-tiny_4xb256_in1k_tlalign.py')
+
+
+def write_imagenet_val(root: str, n: int, seed: int = 0) -> str:
+    """mmpretrain's ImageNet val layout: ``val/*.JPEG`` and
+    ``meta/val.txt`` (``name label`` per line), all labels 0 for now."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(osp.join(root, 'val'))
+    os.makedirs(osp.join(root, 'meta'))
+    names = [f'ILSVRC2012_val_{i + 1:08d}.JPEG' for i in range(n)]
+    for name in names:
+        img = rng.integers(0, 256, size=(40, 48, 3), dtype=np.uint8)
+        Image.fromarray(img).save(osp.join(root, 'val', name), quality=90)
+    write_labels(root, names, [0] * n)
+    return root
+
+
+def write_labels(root, names, labels):
+    with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
+        f.writelines(f'{n} {y}\n' for n, y in zip(names, labels))
+
+
+@pytest.fixture(scope='module')
+def tiny_imagenet_run(tmp_path_factory):
+    """The real DeiT-T TL-Align config with the tiny arch at 1/7 scale, a
+    tiny checkpoint, and 5 val images labelled with the model's own
+    predictions (clean top-1 = 100% by construction)."""
+    tmp = tmp_path_factory.mktemp('aa')
+    ckpt = str(tmp / 'epoch_300.pth')
+    make_pretrain_checkpoint(PRETRAIN, ckpt, TINY_VIT, 32)
+    root = write_imagenet_val(str(tmp / 'imagenet'), 5)
+    cfg = Config.fromfile(PRETRAIN)
+    cfg.model.backbone.arch = dict(TINY_VIT)
+    cfg.model.head.in_channels = TINY_VIT['embed_dims']
+    cfg = shrink(cfg, root, factor=7, work_dir=str(tmp / 'work'))
+    config = str(tmp / 'deit-tiny_tiny.py')
+    cfg.dump(config)
+
+    cfg = load_config(config)
+    classifier = build_model(cfg, ckpt)
+    model = PixelSpaceClassifier.from_classifier(classifier)
+    loader = build_attack_dataloader(cfg)
+    names, predictions = [], []
+    for data in loader:
+        x, _ = pixel_batch(classifier.data_preprocessor, data)
+        with torch.no_grad():
+            predictions += model(x).argmax(1).tolist()
+        names += [osp.basename(s.img_path) for s in data['data_samples']]
+    write_labels(root, names, predictions)
+    return config, ckpt, tmp
+
+
+def load_tool():
+    path = osp.join(ROOT, 'tools', 'robustness', 'autoattack.py')
+    spec = importlib.util.spec_from_file_location('autoattack_tool', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.e2e
+def test_tool_writes_the_json(tiny_imagenet_run):
+    config, ckpt, tmp = tiny_imagenet_run
+    tool = load_tool()
+    work = tmp / 'aa_work'
+    common = [config, ckpt, '--device', 'cpu', '--work-dir', str(work),
+              '--num-images', '4', '--seed', '1']
+
+    zero = tool.main(common + ['--eps', '0', '--version', 'custom',
+                               '--attacks', *CHEAP])
+    path = work / 'autoattack_Linf_eps0_custom.json'
+    assert json.loads(path.read_text()) == json.loads(json.dumps(zero))
+    assert zero['num_images'] == 4 and zero['num_classes'] == 1000
+    assert zero['clean_accuracy'] == zero['robust_accuracy'] == 100
+    assert zero['clean_accuracy_ci95'][1] == 100
+    assert (zero['norm'], zero['eps'], zero['seed']) == ('Linf', 0, 1)
+    assert zero['autoattack'].startswith('pyautoattack ')
+
+    tool.main(common + ['--eps', '128/255'])
+    path = work / 'autoattack_Linf_eps0.501961_standard.json'
+    saved = json.loads(path.read_text())
+    assert saved['eps'] == pytest.approx(128 / 255)
+    assert saved['attacks'] == ['apgd-ce', 'apgd-t', 'fab-t', 'square']
+    assert saved['clean_accuracy'] == 100
+    assert saved['robust_accuracy'] <= saved['clean_accuracy']
+    assert saved['max_perturbation'] <= 128 / 255 * (1 + 1e-5)
+
+
+def test_tool_refuses_bad_options(capsys):
+    config, ckpt = PRETRAIN, 'epoch_300.pth'  # parsed, not opened
+    tool = load_tool()
+    with pytest.raises(SystemExit):
+        tool.parse_args([config, ckpt])  # --eps is required
+    assert '--eps' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tool.parse_args([config, ckpt, '--eps', '4/0'])
+    assert 'fraction like 4/255' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tool.parse_args([config, ckpt, '--eps', '1', '--attacks', 'fab'])
+    assert "only with version='custom'" in capsys.readouterr().err
+    assert tool.parse_args([config, ckpt, '--eps', '4/255']).eps == \
+        pytest.approx(4 / 255)
