@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 
 from tlalign_mm.mixing import TLTokenCutMix
-from tlalign_mm.mixing.token_cutmix import model_patch_size, token_box
+from tlalign_mm.mixing.token_cutmix import token_box
 
 
 def _batch(batch_size=4, img_h=224, img_w=224, num_classes=6):
@@ -180,9 +180,11 @@ def test_a_patch_size_that_differs_from_the_models_fails():
      (2, 2)),
     (dict(type='SLViT', arch=ARCH, img_size=32, patch_size=8), (8, 8)),
 ])
-def test_model_patch_size(backbone, size):
+def test_the_tracer_knows_the_patch_size(backbone, size):
     import tlalign_mm  # noqa: F401  (registers SLViT)
-    assert model_patch_size(MODELS.build(backbone)) == size
+    from tlalign_mm.models.tracers import get_tracer
+    model = MODELS.build(backbone)
+    assert get_tracer(model).patch_size(model) == size
 
 
 def test_unbound_patch_size_fails_clearly():

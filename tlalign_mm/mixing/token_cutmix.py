@@ -26,7 +26,6 @@ import math
 from typing import List, Optional, Tuple
 
 import numpy as np
-import torch.nn as nn
 from mmpretrain.registry import BATCH_AUGMENTS
 
 from .cutmix import TLCutMix
@@ -65,33 +64,16 @@ def token_box(grid_hw: Tuple[int, int],
     return y1, y2, x1, x2
 
 
-def model_patch_size(backbone: nn.Module) -> Optional[Tuple[int, int]]:
-    """``(ph, pw)`` of the backbone's first patch embedding, in pixels, or
-    None when it has none this function knows.
-
-    The first module (in ``modules()`` order) that either has a
-    ``projection`` convolution (mmcv's, mmpretrain's and mmdet's
-    ``PatchEmbed``: its stride) or a ``patch_size`` pair (tlalign_mm's
-    ``ShiftedPatchTokenization``).
-    """
-    for module in backbone.modules():
-        projection = getattr(module, 'projection', None)
-        if isinstance(projection, nn.Conv2d):
-            return tuple(int(s) for s in projection.stride)
-        size = getattr(module, 'patch_size', None)
-        if module is not backbone and isinstance(size, tuple) and \
-                len(size) == 2 and all(isinstance(s, int) for s in size):
-            return size
-    return None
-
-
-def bind_patch_size(batch_augments, backbone: nn.Module) -> None:
-    """Give every :class:`TLTokenCutMix` in ``batch_augments`` the patch size
-    of ``backbone``, or raise if one was configured with another.
+def bind_patch_size(batch_augments, size: Optional[Tuple[int, int]],
+                    name: str) -> None:
+    """Give every :class:`TLTokenCutMix` in ``batch_augments`` the model's
+    patch size, or raise if one was configured with another.
 
     Args:
         batch_augments: a ``RandomBatchAugment`` (its ``augments``), or None.
-        backbone (nn.Module): the plain backbone (not the wrapper).
+        size (tuple, optional): ``(ph, pw)`` of the model's patch embedding
+            (its tracer's ``patch_size``), ``None`` when unknown.
+        name (str): the model's name, for messages.
 
     Raises:
         ValueError: when a configured ``patch_size`` differs from the
@@ -102,8 +84,6 @@ def bind_patch_size(batch_augments, backbone: nn.Module) -> None:
                 if isinstance(a, TLTokenCutMix)]
     if not augments:
         return
-    size = model_patch_size(backbone)
-    name = type(backbone).__name__
     for aug in augments:
         if size is None:
             if aug.patch_size is None:

@@ -12,6 +12,7 @@ from tlalign_mm.mixing.token_cutmix import bind_patch_size
 
 from .tlalign_backbone import tlalign_backbone_cfg
 from .traced_forward import traced_forward
+from .tracers import get_tracer
 from .transmix import (
     check_transmix_backbone,
     check_transmix_cfg,
@@ -94,7 +95,9 @@ class TLAlignClassifier(ImageClassifier):
         self.transmix_cfg = check_transmix_cfg(transmix_cfg)
         # token CutMix follows the model's patch grid (or fails on another)
         bind_patch_size(getattr(self.data_preprocessor, 'batch_augments',
-                                None), self.backbone)
+                                None),
+                        get_tracer(self.backbone).patch_size(self.backbone),
+                        type(self.backbone).__name__)
         if target == 'transmix':
             check_transmix_backbone(self.backbone)
 

@@ -18,9 +18,9 @@ from tlalign_mm.core.transmix import (
     nearest_pixel_weights,
     transmix_lambda_from_weighted,
 )
-from tlalign_mm.mixing.token_cutmix import model_patch_size
 
 from .traced_forward import TracedOutput, traced_forward
+from .tracers import get_tracer
 
 
 def check_transmix_backbone(backbone: nn.Module) -> None:
@@ -131,7 +131,7 @@ def transmix_target(backbone: nn.Module, images: torch.Tensor,
     """
     cls_weights = cls_weights.float()
     if mask == 'nearest':
-        patch_size = model_patch_size(backbone)
+        patch_size = get_tracer(backbone).patch_size(backbone)
         if patch_size is None:
             raise ValueError(
                 "TransMix's nearest token mask needs the patch size of "

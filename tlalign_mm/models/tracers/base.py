@@ -26,7 +26,7 @@ What every architecture shares lives here:
   what the head reads (:meth:`Tracer.readout`).
 """
 from contextlib import contextmanager
-from typing import Callable, List, NamedTuple, Optional, Sequence, Union
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -213,6 +213,21 @@ class Tracer:
                 f'{type(backbone).__name__} has no patch_embed; its tracer '
                 'must say which module makes the first tokens.')
         return embed
+
+    def patch_size(self, backbone: nn.Module) -> Optional[Tuple[int, int]]:
+        """``(ph, pw)`` in pixels of the patch embedding: its conv's stride
+        (mmcv, mmdet, timm ``PatchEmbed``), or its ``patch_size`` (SPT);
+        ``None`` if it is neither."""
+        embed = self.patch_embed(backbone)
+        conv = getattr(embed, 'projection', None) or getattr(
+            embed, 'proj', None)
+        if isinstance(conv, nn.Conv2d):
+            return tuple(int(s) for s in conv.stride)
+        size = getattr(embed, 'patch_size', None)
+        if isinstance(size, (tuple, list)) and len(size) == 2 and all(
+                isinstance(s, int) for s in size):
+            return tuple(size)
+        return None
 
     def input_channels(self, backbone: nn.Module) -> Optional[int]:
         """Channels the patch embedding takes, where it says."""
