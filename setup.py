@@ -13,6 +13,7 @@ setup(
                  'OpenMMLab 2.x'),
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
+    license='Apache-2.0',
     python_requires='>=3.11',
     packages=find_packages(include=['tlalign_mm', 'tlalign_mm.*']),
     install_requires=[
