@@ -33,7 +33,7 @@ from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
-from tlalign_mm.checkpoint_safety import allow_openmmlab_checkpoints  # noqa: E402
+from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
 
 
@@ -246,7 +246,10 @@ def merge_args(cfg, args):
 
 def main():
     args = parse_args()
-    allow_openmmlab_checkpoints()  # idempotent; `import tlalign_mm` does it
+    # every checkpoint scheme through the weights-only loaders, whatever
+    # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says (import tlalign_mm only
+    # allow-lists the types mmengine checkpoints hold)
+    install_safe_loaders()
 
     if args.out is None and args.out_item is not None:
         raise ValueError('Please use `--out` argument to specify the '

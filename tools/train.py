@@ -10,9 +10,11 @@ Examples::
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
     bash tools/dist_train.sh CONFIG 8 [--amp]
 
-``import tlalign_mm`` registers this package's modules and makes
-checkpoints load with ``torch.load(weights_only=True)``
-(see :mod:`tlalign_mm.checkpoint_safety`).
+``import tlalign_mm`` registers this package's modules;
+:func:`~tlalign_mm.checkpoint_safety.install_safe_loaders` then routes every
+checkpoint mmengine loads (``--resume``, ``load_from``, ``Pretrained``
+init, any URL scheme) through ``torch.load(weights_only=True)`` and its
+checks (see :mod:`tlalign_mm.checkpoint_safety`).
 
 Distributed training without CUDA: with ``--launcher pytorch`` on a machine
 where CUDA is unavailable, the process group is initialised here with
@@ -37,7 +39,7 @@ from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
-from tlalign_mm.checkpoint_safety import allow_openmmlab_checkpoints  # noqa: E402
+from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
 
 
@@ -195,7 +197,10 @@ def build_runner(cfg):
 
 def main():
     args = parse_args()
-    allow_openmmlab_checkpoints()  # idempotent; `import tlalign_mm` does it
+    # every checkpoint scheme through the weights-only loaders, whatever
+    # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says (import tlalign_mm only
+    # allow-lists the types mmengine checkpoints hold)
+    install_safe_loaders()
 
     # load config
     cfg = Config.fromfile(args.config)
