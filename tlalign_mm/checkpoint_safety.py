@@ -82,7 +82,8 @@ from mmengine.logging.history_buffer import HistoryBuffer
 from mmengine.optim.scheduler.param_scheduler import OneCycleParamScheduler
 
 __all__ = [
-    'ALLOWED_ATTRIBUTES', 'OPENMMLAB_SAFE_GLOBALS', 'CheckpointFileError',
+    'ALLOWED_ATTRIBUTES', 'NUMPY_REBUILDERS', 'OPENMMLAB_SAFE_GLOBALS',
+    'CheckpointFileError',
     'UnsafeCheckpointError', 'allow_openmmlab_checkpoints', 'check_loaded',
     'install_safe_loaders', 'load_checkpoint_weights_only',
     'load_from_local_weights_only', 'load_url_weights_only',
@@ -222,6 +223,8 @@ class _CheckedArray(np.ndarray):
         if not (type(shape) is tuple
                 and all(type(n) is int and n >= 0 for n in shape)):
             raise _refuse(f'numpy array of shape {_short(shape)}')
+        if type(data) is str:  # Python 2 pickles (e.g. the CIFAR files)
+            data = data.encode('latin1')
         if type(data) not in (bytes, bytearray):
             raise _refuse(f'numpy array data of type {type(data).__name__}')
         expected = math.prod(shape) * dtype.itemsize
@@ -407,6 +410,15 @@ def _build_safe_globals() -> List[Tuple[Any, str]]:
 #: ``(object, pickle name)`` pairs passed to
 #: :func:`torch.serialization.add_safe_globals`.
 OPENMMLAB_SAFE_GLOBALS: List[Tuple[Any, str]] = _build_safe_globals()
+
+#: The validating rebuilders of plain numpy arrays, by pickle name: what a
+#: restricted :class:`pickle.Unpickler` may resolve for numpy data files
+#: (:mod:`tlalign_mm.datasets.cifar`). Run :func:`check_loaded` on the
+#: result.
+NUMPY_REBUILDERS: Dict[str, Any] = {
+    name: obj
+    for obj, name in OPENMMLAB_SAFE_GLOBALS if name.startswith('numpy')
+}
 
 
 def allow_openmmlab_checkpoints() -> None:
