@@ -42,7 +42,26 @@ def parse_args(argv=None):
     parser.add_argument(
         '--check', metavar='CONFIG',
         help='downstream config whose backbone must load OUT strictly')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if _same_file(args.checkpoint, args.out):
+        parser.error(
+            f'OUT {args.out!r} is the input checkpoint {args.checkpoint!r}: '
+            'exporting would replace the training checkpoint (optimizer, '
+            'schedules, head) by the backbone alone. Give another OUT, e.g. '
+            f'{_suggest(args.checkpoint)!r}.')
+    return args
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one file (symlinks and hard links included)."""
+    if osp.exists(a) and osp.exists(b):
+        return osp.samefile(a, b)
+    return osp.realpath(a) == osp.realpath(b)
+
+
+def _suggest(checkpoint: str) -> str:
+    stem, ext = osp.splitext(checkpoint)
+    return f'{stem}_backbone{ext or ".pth"}'
 
 
 def main(argv=None):
