@@ -649,20 +649,25 @@ def _check_format(f: Union[str, io.BytesIO], source: str) -> None:
                           'a torch.save checkpoint')
 
 
-def _load(f: Union[str, io.BytesIO], source: str, inspect: Optional[str],
-          map_location: Union[str, Callable, None]) -> Any:
+def _load(f: Union[str, io.BytesIO],
+          source: str,
+          inspect: Optional[str],
+          map_location: Union[str, Callable, None],
+          mmap: bool = False) -> Any:
     """``torch.load(f, weights_only=True)``, checked before and after.
 
     Args:
         f: a local path or an in-memory file.
         source (str): how the user named the checkpoint (path or URL).
         inspect (str, optional): a local path to suggest for inspection.
+        mmap (bool): map the tensors of a local file instead of reading them.
     """
     _check_format(f, source)
     if not isinstance(f, str):
         f.seek(0)
     try:
-        loaded = torch.load(f, map_location=map_location, weights_only=True)
+        loaded = torch.load(
+            f, map_location=map_location, weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as error:
         if 'truncated' in str(error) or 'invalid load key' in str(error):
             raise _file_error(
@@ -694,8 +699,8 @@ def _local_file(filename: str) -> str:
 
 
 def load_from_local_weights_only(filename: str,
-                                 map_location: Union[str, Callable, None]
-                                 ) -> Any:
+                                 map_location: Union[str, Callable, None],
+                                 mmap: bool = False) -> Any:
     """Load a local checkpoint with ``torch.load(weights_only=True)``.
 
     mmengine's local-file scheme (prefix ``''``) once
@@ -706,6 +711,8 @@ def load_from_local_weights_only(filename: str,
     Args:
         filename (str): Local checkpoint file path.
         map_location (str | callable, optional): Same as :func:`torch.load`.
+        mmap (bool): map the tensors instead of reading them (cheap reads of
+            ``meta``). Defaults to False.
 
     Returns:
         dict or OrderedDict: The loaded (and checked) checkpoint.
@@ -717,7 +724,7 @@ def load_from_local_weights_only(filename: str,
             allow-list, or an allowed type with a crafted state.
     """
     filename = _local_file(filename)
-    return _load(filename, filename, filename, map_location)
+    return _load(filename, filename, filename, map_location, mmap)
 
 
 def _download(url: str, model_dir: Optional[str], progress: bool,

@@ -34,7 +34,9 @@ from mmengine.runner import Runner  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
 from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
+from tlalign_mm.datasets import check_config_datasets  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
+from tlalign_mm.engine import add_checkpoint_safety_hooks  # noqa: E402
 
 
 def parse_args():
@@ -241,6 +243,8 @@ def merge_args(cfg, args):
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
 
+    # the checkpoint must fit the model (strict_load=False to opt out)
+    add_checkpoint_safety_hooks(cfg, training=False)
     return cfg
 
 
@@ -272,6 +276,8 @@ def main():
         from mmdet.utils import setup_cache_size_limit_of_dynamo
         setup_cache_size_limit_of_dynamo()
 
+    # a missing dataset fails now, naming the layout it expects
+    check_config_datasets(cfg, ['test_dataloader'])
     setup_cpu_distributed(cfg)
 
     # build the runner from config
