@@ -13,6 +13,7 @@ import json
 import os
 import os.path as osp
 import pickle
+import re
 import subprocess
 import sys
 import zipfile
@@ -460,3 +461,47 @@ def test_open_mmlab_scheme_loads_benign_file(tmp_path, monkeypatch,
     fresh = TinyNet()
     load_checkpoint(fresh, 'open-mmlab://tiny/net', strict=True)
     torch.testing.assert_close(fresh.fc.weight, model.fc.weight)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('case, error, message', [
+    ('hidden_object_scalar.pth', 'UnsafeCheckpointError',
+     "numpy dtype 'S8' with pickled state"),
+    ('empty.pth', 'CheckpointFileError', 'is empty (0 bytes)'),
+    ('random.pth', 'CheckpointFileError', 'is not a PyTorch checkpoint'),
+    ('bare_state_dict.pth', 'CheckpointMismatchError',
+     'cannot be resumed: it has no meta'),
+])
+def test_train_resume_refuses_with_one_clear_message(tmp_path, case, error,
+                                                     message):
+    """``tools/train.py --resume FILE``: the crafted file that made it exit
+    with SIGSEGV, an empty file (EOFError with no text), random bytes
+    (called "unsafe globals") and a bare state dict (KeyError: 'meta') each
+    stop the run with one message naming the file."""
+    from tests.engine.tiny_run import write_config, write_images
+    data = str(tmp_path / 'data')
+    write_images(data)
+    config = str(tmp_path / 'tiny.py')
+    write_config(config, data)
+    path = str(tmp_path / case)
+    if case == 'empty.pth':
+        open(path, 'wb').close()
+    elif case == 'random.pth':
+        with open(path, 'wb') as f:
+            f.write(np.random.default_rng(1).bytes(1000))
+    elif case == 'bare_state_dict.pth':
+        torch.save(TinyNet().state_dict(), path)
+    else:
+        crafted_checkpoints.write_all(str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config,
+         '--work-dir', str(tmp_path / 'work'), '--resume', path],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1'),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=600)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout[-3000:])
+    # the traceback ends with our exception (its message may span lines)
+    assert re.search(rf'^tlalign_mm\.[\w.]*{error}: ', proc.stdout, re.M), \
+        proc.stdout[-3000:]
+    assert message in proc.stdout and repr(path) in proc.stdout
+    assert 'Traceback' in proc.stdout and 'KeyError' not in proc.stdout
