@@ -19,7 +19,8 @@ Loading paths:
   ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``: mmengine's local scheme, an
   ``open-mmlab://`` name resolved through ``$MMENGINE_HOME/open_mmlab.json``
   to the file, an ``https://`` URL whose file is in the torch hub cache, an
-  ``s3://`` path read through a stand-in petrel backend, and the strict
+  ``s3://`` path read through a stand-in petrel backend, a ``pavi://`` path
+  downloaded by a stand-in ``pavi`` module, and the strict
   ``Pretrained`` initializer's reader (``load_backbone_state_dict``).
 """
 import json
@@ -27,6 +28,7 @@ import os
 import os.path as osp
 import shutil
 import sys
+import types
 
 import numpy as np
 import torch
@@ -150,6 +152,16 @@ def history_statistics_intact():
                 and buffer.statistics('max') == 3. and buffer.mean() == 2.)
 
 
+class _FakePaviModel:
+    """Stands in for a pavi modelcloud entry: ``download`` copies the file."""
+
+    def __init__(self, folder, name):
+        self.folder, self.name = folder, name
+
+    def download(self, path):
+        shutil.copy(osp.join(self.folder, self.name), path)
+
+
 class _FakePetrel:
     """Stands in for mmengine's petrel (s3://) backend: reads local files."""
 
@@ -199,6 +211,16 @@ def _paths(folder):
         finally:
             backends['petrel'] = saved
 
+    def pavi(name):
+        module = types.ModuleType('pavi')
+        module.modelcloud = types.SimpleNamespace(
+            get=lambda path: _FakePaviModel(folder, path.split('/')[-1]))
+        sys.modules['pavi'] = module
+        try:
+            return _load_checkpoint(f'pavi://crafted/{name}')
+        finally:
+            del sys.modules['pavi']
+
     return {
         'torch': lambda name: torch.load(osp.join(folder, name),
                                          weights_only=True),
@@ -210,6 +232,7 @@ def _paths(folder):
         'open-mmlab': forced(openmmlab),
         'https': forced(https),
         's3': forced(s3),
+        'pavi': forced(pavi),
         'pretrained': forced(lambda name: load_backbone_state_dict(
             osp.join(folder, name), prefix='')),
     }

@@ -317,7 +317,7 @@ def crafted_report(tmp_path_factory):
 
 
 CRAFTED_PATHS = ('torch', 'direct', 'mmengine', 'env', 'open-mmlab', 'https',
-                 's3', 'pretrained')
+                 's3', 'pavi', 'pretrained')
 
 
 def test_import_only_allow_lists(crafted_report):
