@@ -92,10 +92,7 @@ def test_empty_augments():
         TLRandomBatchAugment([])
 
 
-def test_data_preprocessor_needs_num_classes_to_mix():
-    with pytest.raises(ValueError, match='needs num_classes'):
-        MODELS.build(dict(type='TLAlignDataPreprocessor',
-                          batch_augments=dict(augments=[CUTMIX])))
+def test_data_preprocessor_batch_augments_is_a_dict():
     with pytest.raises(TypeError, match='batch_augments must be a dict'):
         MODELS.build(dict(type='TLAlignDataPreprocessor', num_classes=3,
                           batch_augments=[CUTMIX]))

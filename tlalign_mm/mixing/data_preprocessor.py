@@ -82,12 +82,6 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                     'TLAlignDataPreprocessor: batch_augments must be a dict '
                     "like dict(augments=[dict(type='TLCutMix', alpha=1.0)], "
                     f'probs=None), got {type(batch_augments).__name__}')
-            if num_classes is None:
-                raise ValueError(
-                    'TLAlignDataPreprocessor: batch augmentations mix one-hot '
-                    'labels, which needs num_classes (set '
-                    'data_preprocessor=dict(num_classes=...), as the '
-                    "dataset's _base_ configs do)")
             self.batch_augments = TLRandomBatchAugment(**batch_augments)
             if not self.to_onehot:
                 from mmengine.logging import MMLogger
