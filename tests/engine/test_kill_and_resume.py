@@ -129,6 +129,8 @@ def test_kill_at_random_iteration_resumes_bit_identical(setup, loop):
     epoch, resumed_iter = map(int, RESUMED.search(out).groups())
     # the periodic checkpoint bounds the loss: at most INTERVAL iterations
     # (plus the one that was running when the kill landed)
+    print(f'{loop} loop: {context}; resumed at iteration {resumed_iter}, '
+          f'lost {killed_at - resumed_iter} (interval {INTERVAL})')
     assert killed_at - resumed_iter <= INTERVAL, (context, resumed_iter)
     assert f'iter: {resumed_iter}' in out
     _assert_bit_identical(_final_weights(work_dir, loop), want,
