@@ -24,6 +24,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
+from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
 from tlalign_mm.downstream.export import TARGETS, check_export, export_backbone  # noqa: E402
 
 
@@ -66,6 +67,7 @@ def _suggest(checkpoint: str) -> str:
 
 def main(argv=None):
     args = parse_args(argv)
+    install_safe_loaders()  # weights only, on every scheme, whatever the env
     meta = export_backbone(args.checkpoint, args.out, args.to, args.prefix)
     print(f"exported {meta['num_tensors']} tensors "
           f"({meta['num_params']:,} parameters) under {args.prefix!r} to "
