@@ -24,6 +24,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
+from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
 from tlalign_mm.downstream.export import TARGETS, check_export, export_backbone  # noqa: E402
 
 
@@ -42,11 +43,31 @@ def parse_args(argv=None):
     parser.add_argument(
         '--check', metavar='CONFIG',
         help='downstream config whose backbone must load OUT strictly')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if _same_file(args.checkpoint, args.out):
+        parser.error(
+            f'OUT {args.out!r} is the input checkpoint {args.checkpoint!r}: '
+            'exporting would replace the training checkpoint (optimizer, '
+            'schedules, head) by the backbone alone. Give another OUT, e.g. '
+            f'{_suggest(args.checkpoint)!r}.')
+    return args
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one file (symlinks and hard links included)."""
+    if osp.exists(a) and osp.exists(b):
+        return osp.samefile(a, b)
+    return osp.realpath(a) == osp.realpath(b)
+
+
+def _suggest(checkpoint: str) -> str:
+    stem, ext = osp.splitext(checkpoint)
+    return f'{stem}_backbone{ext or ".pth"}'
 
 
 def main(argv=None):
     args = parse_args(argv)
+    install_safe_loaders()  # weights only, on every scheme, whatever the env
     meta = export_backbone(args.checkpoint, args.out, args.to, args.prefix)
     print(f"exported {meta['num_tensors']} tensors "
           f"({meta['num_params']:,} parameters) under {args.prefix!r} to "

@@ -33,8 +33,10 @@ from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
-from tlalign_mm.checkpoint_safety import allow_openmmlab_checkpoints  # noqa: E402
+from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
+from tlalign_mm.datasets import check_config_datasets  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
+from tlalign_mm.engine import add_checkpoint_safety_hooks  # noqa: E402
 
 
 def parse_args():
@@ -241,12 +243,17 @@ def merge_args(cfg, args):
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
 
+    # the checkpoint must fit the model (strict_load=False to opt out)
+    add_checkpoint_safety_hooks(cfg, training=False)
     return cfg
 
 
 def main():
     args = parse_args()
-    allow_openmmlab_checkpoints()  # idempotent; `import tlalign_mm` does it
+    # every checkpoint scheme through the weights-only loaders, whatever
+    # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says (import tlalign_mm only
+    # allow-lists the types mmengine checkpoints hold)
+    install_safe_loaders()
 
     if args.out is None and args.out_item is not None:
         raise ValueError('Please use `--out` argument to specify the '
@@ -269,6 +276,8 @@ def main():
         from mmdet.utils import setup_cache_size_limit_of_dynamo
         setup_cache_size_limit_of_dynamo()
 
+    # a missing dataset fails now, naming the layout it expects
+    check_config_datasets(cfg, ['test_dataloader'])
     setup_cpu_distributed(cfg)
 
     # build the runner from config

@@ -10,9 +10,11 @@ Examples::
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
     bash tools/dist_train.sh CONFIG 8 [--amp]
 
-``import tlalign_mm`` registers this package's modules and makes
-checkpoints load with ``torch.load(weights_only=True)``
-(see :mod:`tlalign_mm.checkpoint_safety`).
+``import tlalign_mm`` registers this package's modules;
+:func:`~tlalign_mm.checkpoint_safety.install_safe_loaders` then routes every
+checkpoint mmengine loads (``--resume``, ``load_from``, ``Pretrained``
+init, any URL scheme) through ``torch.load(weights_only=True)`` and its
+checks (see :mod:`tlalign_mm.checkpoint_safety`).
 
 Distributed training without CUDA: with ``--launcher pytorch`` on a machine
 where CUDA is unavailable, the process group is initialised here with
@@ -37,8 +39,10 @@ from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
-from tlalign_mm.checkpoint_safety import allow_openmmlab_checkpoints  # noqa: E402
+from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
+from tlalign_mm.datasets import check_config_datasets  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
+from tlalign_mm.engine import add_checkpoint_safety_hooks  # noqa: E402
 
 
 def parse_args():
@@ -180,6 +184,9 @@ def merge_args(cfg, args):
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
 
+    # strict load_from / --resume (strict_load=False to opt out), atomic
+    # checkpoint writes, auto-resume from the newest intact checkpoint
+    add_checkpoint_safety_hooks(cfg, training=True)
     return cfg
 
 
@@ -195,7 +202,10 @@ def build_runner(cfg):
 
 def main():
     args = parse_args()
-    allow_openmmlab_checkpoints()  # idempotent; `import tlalign_mm` does it
+    # every checkpoint scheme through the weights-only loaders, whatever
+    # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says (import tlalign_mm only
+    # allow-lists the types mmengine checkpoints hold)
+    install_safe_loaders()
 
     # load config
     cfg = Config.fromfile(args.config)
@@ -208,6 +218,8 @@ def main():
         from mmdet.utils import setup_cache_size_limit_of_dynamo
         setup_cache_size_limit_of_dynamo()
 
+    # a missing dataset fails now, naming the layout it expects
+    check_config_datasets(cfg, ['train_dataloader', 'val_dataloader'])
     setup_cpu_distributed(cfg)
 
     # build the runner from config

@@ -6,6 +6,7 @@ _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',
     'mmpretrain::_base_/schedules/imagenet_bs1024_adamw_swin.py',
     'mmpretrain::_base_/default_runtime.py',
+    '../_base_/resumable_runtime.py',  # last.pth every 500 iters
 ]
 
 model = dict(backbone=dict(num_layers=[3,4,6,3]))

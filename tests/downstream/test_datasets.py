@@ -1,7 +1,11 @@
 """Datasets of the transfer and robustness configs on tiny files in the
 official layouts; no dataset ever reaches the network."""
+import json
 import os
 import os.path as osp
+import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -58,8 +62,10 @@ def test_cifar_missing_names_the_layout(tmp_path, cls, kind, folder):
                                                  100)])
 def test_cifar_md5_checked_unless_disabled(tmp_path, cls, kind, n_classes):
     root = write_cifar(str(tmp_path), kind, per_file=2)
-    with pytest.raises(RuntimeError, match='verify_md5=False'):
+    with pytest.raises(RuntimeError, match='differ from the official') as err:
         cls(data_root=root, split='train')
+    assert 'verify_md5' not in str(err.value)  # never suggested
+    assert 'Download the archive again' in str(err.value)
     train = cls(data_root=root, split='train', verify_md5=False)
     test = cls(data_root=root, split='test', verify_md5=False)
     assert (len(train), len(test)) == (10, 2)
@@ -153,3 +159,70 @@ def test_imagenet_c(tmp_path):
     os.rename(tmp_path / 'fog' / '3', tmp_path / 'fog' / 'x')
     with pytest.raises(FileNotFoundError, match='fog/3'):
         ImageNetC(data_root=str(tmp_path))
+
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+# Builds LocalCIFAR10 on a folder whose data_batch_1 is crafted, with md5
+# verification off, and on (the expected md5 sums made to match the crafted
+# files, as if an attacker controlled them too): a crash kills only this.
+CIFAR_PROBE = """
+import json, os, sys
+from tlalign_mm.datasets import LocalCIFAR10
+from mmpretrain.datasets.utils import calculate_md5
+root, marker = sys.argv[1], sys.argv[2]
+md5 = lambda f: calculate_md5(os.path.join(root, 'cifar-10-batches-py', f))
+class Matching(LocalCIFAR10):
+    train_list = [[f, md5(f)] for f, _ in LocalCIFAR10.train_list]
+    meta = dict(LocalCIFAR10.meta, md5=md5('batches.meta'))
+for verify, cls in ((False, LocalCIFAR10), (True, Matching)):
+    try:
+        cls(data_root=root, split='train', verify_md5=verify)
+        outcome = 'loaded'
+    except Exception as e:
+        outcome = f'{type(e).__name__}: {e}'
+    print(json.dumps(dict(verify_md5=verify, outcome=outcome,
+                          payload_ran=os.path.exists(marker))), flush=True)
+"""
+
+
+class _OpensFile:
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, 'w'))
+
+
+@pytest.mark.parametrize('payload', ['code', 'hidden_object_dtype'])
+def test_crafted_cifar_file_is_refused(tmp_path, payload):
+    """A CIFAR batch file that runs code when unpickled, or holds a numpy
+    dtype whose crafted state makes numpy read raw bytes as object
+    pointers: refused with and without md5 verification; nothing runs."""
+    from tests.crafted_checkpoints import hidden_object_array
+    root = write_cifar(str(tmp_path / 'data'), 'cifar10', per_file=2)
+    marker = str(tmp_path / 'payload_ran')
+    batch = dict(data=np.zeros((2, 3072), np.uint8), labels=[0, 1],
+                 filenames=['a', 'b'])
+    if payload == 'code':
+        batch['batch_label'] = _OpensFile(marker)
+    else:
+        batch['data'] = hidden_object_array()
+    with open(osp.join(root, 'cifar-10-batches-py', 'data_batch_1'),
+              'wb') as f:
+        pickle.dump(batch, f, protocol=2)
+    proc = subprocess.run(
+        [sys.executable, '-c', CIFAR_PROBE, root, marker], cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1'),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = [json.loads(line) for line in proc.stdout.splitlines()
+               if line.startswith('{')]
+    assert [r['verify_md5'] for r in results] == [False, True]
+    for result in results:
+        assert result['outcome'].startswith('UnpicklingError: '), result
+        assert 'data_batch_1 is not a CIFAR' in result['outcome']
+        assert not result['payload_ran']
+    assert ('global io.open is not allowed' if payload == 'code' else
+            "numpy dtype 'f8' with pickled state") in results[0]['outcome']

@@ -260,5 +260,5 @@ def test_block_mix_aspect_arg():
     aug = TLBlockMix(alpha=1.0, min_aspect=0.5)
     assert aug.log_aspect_ratio == pytest.approx(
         (math.log(0.5), math.log(2.0)))
-    with pytest.raises(AssertionError):
+    with pytest.raises(ValueError, match='max_num_patches'):
         TLBlockMix(alpha=1.0, min_num_patches=8, max_num_patches=4)

@@ -1,74 +1,23 @@
-"""What every analysis tool sets up: config, model, data, work dir, outputs.
+"""What every analysis sets up: config, model, data, outputs.
 
-The tools follow mmpretrain's ``tools/analysis_tools`` conventions: a
-``config`` and a ``checkpoint`` (``none`` for a randomly initialised model),
-``--work-dir``, ``--cfg-options``, ``--device``, and the data of the config's
-own test (or val) dataloader, built by :meth:`mmengine.runner.Runner.
-build_dataloader`.
+The data are the config's own test (or val) dataloader, built by
+:meth:`mmengine.runner.Runner.build_dataloader`; the model is loaded from a
+checkpoint strictly, or initialised with a seed. The command-line side (the
+arguments every tool shares, the work dir) is in
+``tools/analysis/analysis_cli.py``.
 """
-import argparse
 import csv
 import json
-import os
-import os.path as osp
-from typing import Iterable, List, Optional
+from typing import Iterable, Optional
 
 import torch
 import torch.nn as nn
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner, load_checkpoint
 
 NO_CHECKPOINT = ('', 'none', 'None', 'random')
-
-
-def add_common_args(parser: argparse.ArgumentParser,
-                    multi_model: bool = False) -> argparse.ArgumentParser:
-    """Positional ``config checkpoint`` (or pairs of them) and the options
-    every tool shares."""
-    if multi_model:
-        parser.add_argument(
-            'models', nargs='+', metavar='CONFIG CHECKPOINT',
-            help='pairs of a config and its checkpoint (`none`: random init)')
-    else:
-        parser.add_argument('config', help='model config file')
-        parser.add_argument(
-            'checkpoint', nargs='?', default=None,
-            help='checkpoint file; omit or `none` for a randomly initialised '
-            'model')
-    parser.add_argument('--work-dir', help='where outputs are written '
-                        '(default: work_dirs/analysis/<tool>/<config>)')
-    parser.add_argument(
-        '--split', choices=['test', 'val'], default='test',
-        help="the config's dataloader to draw images from")
-    parser.add_argument('--num-images', type=int, default=None,
-                        help='stop after this many images')
-    parser.add_argument('--max-batches', type=int, default=None,
-                        help='stop after this many batches')
-    parser.add_argument('--batch-size', type=int, default=None,
-                        help="override the dataloader's batch size")
-    parser.add_argument('--mix', choices=['cutmix', 'mixup', 'none'],
-                        default='cutmix',
-                        help='how image pairs of a batch are mixed')
-    parser.add_argument('--alpha', type=float, default=1.0,
-                        help='Beta(alpha, alpha) of the mixing ratio')
-    parser.add_argument('--seed', type=int, default=0,
-                        help='seed of the mixing and of a random init')
-    parser.add_argument('--device', default='cpu', help='e.g. cpu, cuda:0')
-    parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
-        help='override settings of the config, key=value pairs as in '
-        'tools/train.py')
-    return parser
-
-
-def model_pairs(models: List[str]) -> List[tuple]:
-    """``[config, ckpt, config, ckpt, ...]`` -> ``[(config, ckpt), ...]``."""
-    if len(models) % 2:
-        raise SystemExit('Give CONFIG CHECKPOINT pairs (`none` for a random '
-                         f'init); got {len(models)} paths.')
-    return list(zip(models[::2], models[1::2]))
 
 
 def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
@@ -118,46 +67,15 @@ def build_dataloader(cfg: Config, split: str = 'test',
     if 'shuffle' in sampler or sampler.get('type') == 'DefaultSampler':
         sampler['shuffle'] = False
     loader['sampler'] = sampler
-    return Runner.build_dataloader(loader)
-
-
-def open_analysis(args, config: Optional[str] = None,
-                  checkpoint: Optional[str] = None):
-    """The model and its mixed batches as the common options ask, with a
-    progress bar over the images.
-
-    Returns:
-        tuple: the model (eval) and an iterator of
-        :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch`.
-    """
-    from mmengine.utils import ProgressBar
-
-    from .mixed_batches import mixed_batches
-    if config is None:
-        config, checkpoint = args.config, args.checkpoint
-    cfg = load_config(config, args.cfg_options)
-    model = build_model(cfg, checkpoint, args.device, args.seed)
-    loader = build_dataloader(cfg, args.split, args.batch_size)
-    total = len(loader.dataset)
-    if args.num_images:
-        total = min(total, args.num_images)
-    if args.max_batches:
-        total = min(total, args.max_batches * loader.batch_size)
-    batches = mixed_batches(model, loader, args.mix, args.alpha, args.seed,
-                            args.num_images, args.max_batches,
-                            progress=ProgressBar(total))
-    return model, batches
-
-
-def work_dir_for(args, tool: str) -> str:
-    if args.work_dir:
-        work_dir = args.work_dir
-    else:
-        name = osp.splitext(osp.basename(getattr(args, 'config', '') or
-                                         ''))[0]
-        work_dir = osp.join('work_dirs', 'analysis', tool, name)
-    os.makedirs(work_dir, exist_ok=True)
-    return work_dir
+    loader = Runner.build_dataloader(loader)
+    if len(loader.dataset) == 0:
+        raise ValueError(
+            f'The {split} dataset of the config has no images '
+            f'({type(loader.dataset).__name__}, data_root '
+            f'{getattr(loader.dataset, "data_root", None)!r}): an analysis '
+            'of no images would report meaningless zeros. Check the data '
+            'root and the split.')
+    return loader
 
 
 def write_csv(path: str, rows: Iterable[dict]) -> str:

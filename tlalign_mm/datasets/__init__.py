@@ -6,6 +6,9 @@
   local files, never downloaded (transfer, SPT/LSA recipes).
 - :class:`ImageNetA`, :class:`ImageNetR`, :class:`ImageNetV2`,
   :class:`ImageNetC`: robustness test sets in ImageNet-1k's label space.
+- :func:`check_config_datasets`: the layouts ADE20K, COCO, Flowers-102 and
+  Stanford Cars (OpenMMLab's own dataset classes) expect, checked before a
+  run (``tools/train.py``, ``tools/test.py``).
 """
 from .cifar import LocalCIFAR10, LocalCIFAR100
 from .digits import Digits
@@ -18,10 +21,11 @@ from .imagenet_robustness import (
     imagenet_synsets,
     subset_synsets,
 )
+from .layouts import check_config_datasets
 from .tiny_imagenet import TinyImageNet
 
 __all__ = [
     'CORRUPTIONS', 'Digits', 'ImageNetA', 'ImageNetC', 'ImageNetR',
     'ImageNetV2', 'LocalCIFAR10', 'LocalCIFAR100', 'TinyImageNet',
-    'imagenet_synsets', 'subset_synsets'
+    'check_config_datasets', 'imagenet_synsets', 'subset_synsets'
 ]

@@ -1,20 +1,69 @@
 """CIFAR-10/100 from local files, never downloaded.
 
 mmpretrain's ``CIFAR10``/``CIFAR100`` read the official "python version"
-pickles but download them by default. ``LocalCIFAR10``/``LocalCIFAR100``
-read the same on-disk format, never download, and say which files they
-expect where when they are missing. The official archives' md5 sums are
-checked unless ``verify_md5=False``.
+pickles with plain :func:`pickle.loads`, which runs whatever a crafted file
+asks for, and download them by default. ``LocalCIFAR10``/``LocalCIFAR100``
+read the same on-disk format with :class:`CIFARUnpickler`, which only
+resolves the numpy types the real files hold, never download, and say which
+files they expect where when they are missing. The official archives' md5
+sums are checked unless ``verify_md5=False``; the files are read with the
+restricted unpickler either way.
 """
+import io
 import os.path as osp
 import pickle
+from typing import Any
 
+import numpy as np
 from mmengine.fileio import get, join_path
 from mmpretrain.datasets import CIFAR10, CIFAR100
 from mmpretrain.datasets.utils import check_md5
 from mmpretrain.registry import DATASETS
 
-__all__ = ['LocalCIFAR10', 'LocalCIFAR100']
+from tlalign_mm.checkpoint_safety import NUMPY_REBUILDERS, check_loaded
+
+__all__ = ['CIFARUnpickler', 'LocalCIFAR10', 'LocalCIFAR100', 'load_cifar']
+
+
+class CIFARUnpickler(pickle.Unpickler):
+    """Unpickles the CIFAR "python version" files and nothing else.
+
+    The official files (Python 2 ``cPickle``, protocol 2) are dicts of
+    ``str``, ``int``, lists and one ``uint8`` numpy array; the only globals
+    they name are numpy's ``_reconstruct``, ``ndarray`` and ``dtype``
+    (re-pickled copies also ``_codecs.encode`` for bytes). Those resolve to
+    the validating rebuilders of :mod:`tlalign_mm.checkpoint_safety` (a
+    crafted numpy dtype state could otherwise crash the process); every
+    other global is refused before it is imported.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:
+        full = f'{module}.{name}'
+        if full in NUMPY_REBUILDERS and not full.endswith('scalar'):
+            return NUMPY_REBUILDERS[full]
+        if full == '_codecs.encode':
+            import _codecs
+            return _codecs.encode
+        raise pickle.UnpicklingError(
+            f'global {full} is not allowed in a CIFAR file (only numpy '
+            'arrays are): refused before importing it')
+
+
+def load_cifar(data: bytes, path: str) -> Any:
+    """Unpickle a CIFAR file's bytes with :class:`CIFARUnpickler`.
+
+    Raises:
+        pickle.UnpicklingError: naming ``path``, if the file holds anything
+            else than the real files do.
+    """
+    try:
+        loaded = CIFARUnpickler(io.BytesIO(data), encoding='latin1').load()
+        return check_loaded(loaded, path)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as error:
+        raise pickle.UnpicklingError(
+            f'{path} is not a CIFAR "python version" file: {error}. Nothing '
+            'from it was executed. Re-extract it from the official archive.'
+        ) from None
 
 
 class _LocalCIFARMixin:
@@ -72,17 +121,51 @@ class _LocalCIFARMixin:
             if bad:
                 raise RuntimeError(
                     f'{type(self).__name__}: {", ".join(bad)} differ from '
-                    f'the official release (md5 of {self.url}). Re-extract '
-                    'the archive, or pass verify_md5=False to use these '
-                    'files as they are.')
+                    f'the official release (md5 sums of {self.url}): '
+                    'corrupt, or not the official files. Download the '
+                    'archive again and extract it into '
+                    f'{root}.\n{self._expected_layout(root)}')
         self._verified = True
         return True
 
+    def _read(self, name: str, keys: tuple) -> dict:
+        path = join_path(self.data_prefix['root'], self.base_folder, name)
+        entry = load_cifar(get(path), path)
+        if not isinstance(entry, dict) or not all(k in entry for k in keys):
+            found = sorted(entry) if isinstance(entry, dict) else \
+                type(entry).__name__
+            raise ValueError(f'{path}: expected a dict with {list(keys)}, '
+                             f'found {found}')
+        return entry
+
+    def load_data_list(self) -> list:
+        """mmpretrain's ``CIFAR10.load_data_list``, reading the files with
+        :func:`load_cifar` (and checking what they hold)."""
+        self._check_integrity()
+        files = self.train_list if self.split == 'train' else self.test_list
+        label_key = 'labels' if self.meta['key'] == 'label_names' \
+            else 'fine_labels'
+        imgs, gt_labels = [], []
+        for name, _ in files:
+            entry = self._read(name, ('data', label_key))
+            data, labels = entry['data'], entry[label_key]
+            if not (isinstance(data, np.ndarray) and data.dtype == np.uint8
+                    and data.ndim == 2 and data.shape[1] == 3 * 32 * 32
+                    and len(labels) == len(data)):
+                raise ValueError(
+                    f'{name}: data {getattr(data, "shape", data)!r} and '
+                    f'{len(labels)} labels; expected (N, 3072) uint8 and N')
+            imgs.append(data)
+            gt_labels.extend(int(x) for x in labels)
+        imgs = np.vstack(imgs).reshape(-1, 3, 32, 32).transpose((0, 2, 3, 1))
+        if self.CLASSES is None:
+            self._load_meta()
+        return [{'img': img, 'gt_label': label}
+                for img, label in zip(imgs, gt_labels)]
+
     def _load_meta(self) -> None:
         self._check_integrity()
-        path = join_path(self.data_prefix['root'], self.base_folder,
-                         self.meta['filename'])
-        data = pickle.loads(get(path), encoding='latin1')
+        data = self._read(self.meta['filename'], (self.meta['key'], ))
         self._metainfo.setdefault('classes', data[self.meta['key']])
 
 
@@ -99,7 +182,8 @@ class LocalCIFAR10(_LocalCIFARMixin, CIFAR10):
         data_root (str): the folder holding ``cifar-10-batches-py``.
         split (str): ``'train'`` or ``'test'``.
         verify_md5 (bool): check the files against the official md5 sums.
-            Defaults to True.
+            Defaults to True. (For files you made yourself in the same
+            format; they are read with :class:`CIFARUnpickler` either way.)
         download (bool): must be False (kept for config compatibility).
         **kwargs: as :class:`mmpretrain.datasets.CIFAR10`.
     """

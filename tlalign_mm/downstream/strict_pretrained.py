@@ -50,9 +50,8 @@ from mmengine.logging import print_log
 from mmengine.model.weight_init import update_init_info
 from mmengine.registry import WEIGHT_INITIALIZERS as MMENGINE_INITIALIZERS
 from mmengine.registry import Registry
-from mmengine.runner.checkpoint import CheckpointLoader
 
-import tlalign_mm  # noqa: F401  weights-only allow-list for mmengine ckpts
+from tlalign_mm.checkpoint_safety import load_checkpoint_weights_only
 
 __all__ = [
     'SCOPE', 'WEIGHT_INITIALIZERS', 'BackboneLoadError',
@@ -104,16 +103,17 @@ def load_backbone_state_dict(checkpoint: str,
                              map_location='cpu') -> Dict[str, torch.Tensor]:
     """The tensors under ``prefix`` of a checkpoint, prefix removed.
 
-    The file is read through mmengine's :class:`CheckpointLoader` (local
-    files with ``torch.load(weights_only=True)`` once ``tlalign_mm`` is
-    imported). It may be a Runner checkpoint (``{'state_dict': ..., 'meta':
-    ..., 'optimizer': ...}``), an exported backbone (``tools/
-    export_backbone.py``) or a bare state dict.
+    The file is read with
+    :func:`tlalign_mm.checkpoint_safety.load_checkpoint_weights_only`
+    (every mmengine scheme, ``weights_only=True`` whatever the
+    environment says). It may be a Runner checkpoint (``{'state_dict':
+    ..., 'meta': ..., 'optimizer': ...}``), an exported backbone
+    (``tools/export_backbone.py``) or a bare state dict.
 
     Raises:
         BackboneLoadError: nothing under ``prefix``, or a non-tensor value.
     """
-    ckpt = CheckpointLoader.load_checkpoint(checkpoint, map_location)
+    ckpt = load_checkpoint_weights_only(checkpoint, map_location)
     if not isinstance(ckpt, dict):
         raise BackboneLoadError(
             f'{checkpoint!r} holds a {type(ckpt).__name__}, not a state dict')

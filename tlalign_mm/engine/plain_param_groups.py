@@ -1,7 +1,8 @@
 """Let ``torch.compile`` trace the optimizer step of mmengine's runner."""
 from mmengine.hooks import Hook
 from mmengine.optim import OptimWrapperDict
-from mmengine.registry import HOOKS
+
+from .registry import HOOKS
 
 
 @HOOKS.register_module()
@@ -19,7 +20,9 @@ class PlainParamGroupsHook(Hook):
     Use it with ``compile``::
 
         compile = True
-        custom_hooks = [dict(type='PlainParamGroupsHook')]
+        custom_hooks = [
+            dict(type='PlainParamGroupsHook', _scope_='tlalign_mm.engine')
+        ]
     """
 
     priority = 'VERY_HIGH'

@@ -6,7 +6,9 @@ more method, ``mix_with_record(batch_inputs, batch_scores) -> (inputs, scores,
 MixRecord)``, that makes the same mix from the same random draws and also says
 how every pixel was mixed (:class:`~tlalign_mm.core.mix_record.MixRecord`).
 """
-from typing import Tuple
+import math
+from numbers import Real
+from typing import Any, Tuple
 
 import numpy as np
 import torch
@@ -15,6 +17,30 @@ from mmpretrain.models.utils.batch_augments import Mixup
 from tlalign_mm.core.mix_record import MixRecord
 
 from .grid import cells_to_pixels, grid_shape
+
+
+def check_alpha(alpha: Any, owner: str) -> float:
+    """``alpha`` as a float, or a ValueError naming ``owner`` and the fix.
+
+    mmpretrain's ``Mixup``/``CutMix`` assert ``isinstance(alpha, float) and
+    alpha > 0`` with a bare ``AssertionError`` (``alpha=1`` included).
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or \
+            not math.isfinite(alpha) or alpha <= 0:
+        raise ValueError(
+            f'{owner}: alpha must be a positive number, the parameter of '
+            'the Beta(alpha, alpha) distribution the mixing ratio is drawn '
+            f'from (DeiT: 1.0 for CutMix, 0.8 for Mixup); got {alpha!r}')
+    return float(alpha)
+
+
+def check_positive_int(value: Any, name: str, owner: str,
+                       meaning: str) -> int:
+    """``value`` if it is an int >= 1, else a ValueError saying so."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'{owner}: {name} must be a positive int '
+                         f'({meaning}); got {value!r}')
+    return value
 
 
 def check_scores(batch_scores: torch.Tensor) -> torch.Tensor:
@@ -103,10 +129,11 @@ class BaseCellMix(Mixup):
     record_mode = 'cellmix'
 
     def __init__(self, alpha: float, patch_size: int = 16):
-        super().__init__(alpha=alpha)
-        assert isinstance(patch_size, int) and patch_size > 0, \
-            f'`patch_size` should be a positive int, got {patch_size!r}.'
-        self.patch_size = patch_size
+        owner = type(self).__name__
+        super().__init__(alpha=check_alpha(alpha, owner))
+        self.patch_size = check_positive_int(
+            patch_size, 'patch_size', owner,
+            "the side of a cell in pixels: the model's patch size")
 
     def sample_cell_mask(self, grid_hw: Tuple[int, int],
                          lam: float) -> np.ndarray:

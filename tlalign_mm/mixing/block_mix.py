@@ -5,7 +5,7 @@ from typing import Optional, Tuple
 import numpy as np
 from mmpretrain.registry import BATCH_AUGMENTS
 
-from .base import BaseCellMix
+from .base import BaseCellMix, check_positive_int
 
 
 @BATCH_AUGMENTS.register_module()
@@ -65,11 +65,29 @@ class TLBlockMix(BaseCellMix):
                  max_aspect: Optional[float] = None,
                  max_attempts: int = 10):
         super().__init__(alpha=alpha, patch_size=patch_size)
-        assert min_num_patches >= 1, '`min_num_patches` should be >= 1.'
-        assert max_num_patches is None or max_num_patches >= min_num_patches,\
-            '`max_num_patches` should be >= `min_num_patches`.'
-        assert min_aspect > 0, '`min_aspect` should be positive.'
-        assert max_attempts >= 1, '`max_attempts` should be >= 1.'
+        owner = type(self).__name__
+        check_positive_int(min_num_patches, 'min_num_patches', owner,
+                           'the fewest cells of a block')
+        if max_num_patches is not None and (check_positive_int(
+                max_num_patches, 'max_num_patches', owner,
+                'the most new cells one block may replace')
+                                            < min_num_patches):
+            raise ValueError(f'{owner}: max_num_patches ({max_num_patches}) '
+                             'must be >= min_num_patches '
+                             f'({min_num_patches})')
+        for name, value in (('min_aspect', min_aspect),
+                            ('max_aspect', max_aspect)):
+            if value is not None and not (
+                    isinstance(value, (int, float))
+                    and not isinstance(value, bool)
+                    and math.isfinite(value) and value > 0):
+                raise ValueError(f'{owner}: {name} must be a positive number '
+                                 f'(a block\'s height / width); got {value!r}')
+        if max_aspect is not None and max_aspect < min_aspect:
+            raise ValueError(f'{owner}: max_aspect ({max_aspect}) must be >= '
+                             f'min_aspect ({min_aspect})')
+        check_positive_int(max_attempts, 'max_attempts', owner,
+                           'tries to place one block')
         self.min_num_patches = min_num_patches
         self.max_num_patches = max_num_patches
         max_aspect = max_aspect or 1 / min_aspect

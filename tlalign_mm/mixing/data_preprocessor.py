@@ -75,6 +75,11 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
             batch_augments=None)
 
         if batch_augments:
+            if not isinstance(batch_augments, dict):
+                raise TypeError(
+                    'TLAlignDataPreprocessor: batch_augments must be a dict '
+                    "like dict(augments=[dict(type='TLCutMix', alpha=1.0)], "
+                    f'probs=None), got {type(batch_augments).__name__}')
             self.batch_augments = TLRandomBatchAugment(**batch_augments)
             if not self.to_onehot:
                 from mmengine.logging import MMLogger

@@ -8,7 +8,7 @@ from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
-from .base import check_scores, two_source_record
+from .base import check_alpha, check_scores, two_source_record
 
 
 @BATCH_AUGMENTS.register_module()
@@ -31,6 +31,9 @@ class TLMixup(Mixup):
 
     #: Name written to :attr:`MixRecord.mode`.
     record_mode = 'mixup'
+
+    def __init__(self, alpha: float):
+        super().__init__(alpha=check_alpha(alpha, type(self).__name__))
 
     def mix_with_record(
         self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor

@@ -1,4 +1,6 @@
 """Per-batch random choice of a recording batch augmentation."""
+import math
+from numbers import Real
 from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
@@ -9,6 +11,25 @@ from tlalign_mm.core.mix_record import MixRecord
 
 # mmpretrain augmentation -> its recording variant in this package.
 _TL_VARIANTS = {'CutMix': 'TLCutMix', 'Mixup': 'TLMixup'}
+
+
+def _check_probs(probs, count: int) -> list:
+    """A copy of ``probs`` (mmpretrain appends to the list it gets), or a
+    ValueError that says what is wrong."""
+    prefix = 'TLRandomBatchAugment: probs'
+    if not isinstance(probs, (list, tuple)) or not all(
+            isinstance(p, Real) and not isinstance(p, bool)
+            and math.isfinite(p) and 0 <= p <= 1 for p in probs):
+        raise ValueError(f'{prefix} must be probabilities in [0, 1], one per '
+                         f'augment; got {probs!r}')
+    if len(probs) != count:
+        raise ValueError(f'{prefix} has {len(probs)} value(s) for {count} '
+                         f'augment(s); give one each (got {probs!r})')
+    if sum(probs) > 1 + 1e-6:
+        raise ValueError(f'{prefix} sum to {sum(probs):g} > 1; the rest up '
+                         'to 1 is the chance of no mixing (DeiT: [0.5, 0.5] '
+                         f'for Mixup and CutMix); got {probs!r}')
+    return [float(p) for p in probs]
 
 
 class TLRandomBatchAugment(RandomBatchAugment):
@@ -29,11 +50,21 @@ class TLRandomBatchAugment(RandomBatchAugment):
 
     Raises:
         TypeError: If an augment has no ``mix_with_record``.
+        ValueError: If ``augments`` is empty or ``probs`` are not
+            probabilities (each in [0, 1], one per augment, summing to at
+            most 1).
     """
 
     def __init__(self, augments: Union[Callable, dict, list], probs=None):
-        if isinstance(probs, (list, tuple)):
-            probs = list(probs)  # mmpretrain appends to it
+        count = len(augments) if isinstance(augments, (list, tuple)) else 1
+        if count == 0:
+            raise ValueError('TLRandomBatchAugment: augments is empty; give '
+                             'at least one, e.g. [dict(type=\'TLCutMix\', '
+                             'alpha=1.0)], or no batch_augments at all')
+        if isinstance(probs, Real) and not isinstance(probs, bool):
+            probs = [probs]
+        if probs is not None:
+            probs = _check_probs(probs, count)
         super().__init__(augments, probs)
         for aug in self.augments:
             if aug is not None and not callable(

@@ -22,15 +22,19 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))  # analysis_cli
+
+from analysis_cli import (  # noqa: E402
+    add_common_args,
+    model_pairs,
+    open_analysis,
+    work_dir_for,
+)
 
 import tlalign_mm  # noqa: E402,F401  (registers modules)
 from tlalign_mm.analysis import figures  # noqa: E402
 from tlalign_mm.analysis.label_rmse import label_rmse  # noqa: E402
 from tlalign_mm.analysis.session import (  # noqa: E402
-    add_common_args,
-    model_pairs,
-    open_analysis,
-    work_dir_for,
     write_csv,
     write_json,
 )
@@ -65,6 +69,9 @@ def main(argv=None):
         print(f'\n{name}')
         model, batches = open_analysis(args, config, checkpoint)
         result = label_rmse(model.backbone, batches)
+        if not result['num_images']:
+            raise SystemExit(f'{config}: no image was analysed; an RMSE of '
+                             'no images means nothing.')
         rows.append(dict(model=name, config=config,
                          checkpoint=checkpoint or 'none', mix=args.mix,
                          **result))

@@ -1,0 +1,99 @@
+"""Which checkpoint auto-resume picks, atomic writes, the sampler skip."""
+import os
+import stat
+
+import pytest
+import torch
+from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
+
+from tlalign_mm.checkpoint_safety import CheckpointFileError
+from tlalign_mm.engine import (
+    FastForward,
+    SkipSampler,
+    atomic_write,
+    find_resume_checkpoint,
+    write_last_checkpoint,
+)
+
+
+def _ckpt(path, it, epoch=0):
+    torch.save({'meta': {'iter': it, 'epoch': epoch},
+                'state_dict': {'w': torch.full((2, ), float(it))}}, path)
+    return str(path)
+
+
+def test_last_checkpoint_is_relative_and_resolved_inside(tmp_path):
+    work = tmp_path / 'work'
+    work.mkdir()
+    last = _ckpt(work / 'last.pth', 8)
+    write_last_checkpoint(str(work), last)
+    assert (work / 'last_checkpoint').read_text() == 'last.pth'
+    assert find_resume_checkpoint(str(work)) == str(work / 'last.pth')
+    # mmengine's CheckpointHook writes absolute paths; a copy of the work
+    # dir resolves them to its own files
+    (work / 'last_checkpoint').write_text('/elsewhere/work/last.pth')
+    assert find_resume_checkpoint(str(work)) == str(work / 'last.pth')
+
+
+def test_falls_back_to_the_newest_intact_checkpoint(tmp_path):
+    _ckpt(tmp_path / 'epoch_1.pth', 3, 1)
+    _ckpt(tmp_path / 'iter_6.pth', 6)
+    latest = _ckpt(tmp_path / 'last.pth', 8)
+    (tmp_path / 'last_checkpoint').write_text(latest)
+    data = open(latest, 'rb').read()
+    with open(latest, 'wb') as f:
+        f.write(data[:len(data) // 2])
+    (tmp_path / '.iter_9.pth.123.ab.partial').write_bytes(b'PK')
+    assert find_resume_checkpoint(str(tmp_path)) == str(tmp_path /
+                                                          'iter_6.pth')
+    os.remove(tmp_path / 'last_checkpoint')  # no record: scan as well
+    assert find_resume_checkpoint(str(tmp_path)) == str(tmp_path /
+                                                          'iter_6.pth')
+
+
+def test_no_checkpoint_starts_afresh_but_only_broken_ones_fail(tmp_path):
+    assert find_resume_checkpoint(str(tmp_path)) is None
+    (tmp_path / 'epoch_1.pth').write_bytes(b'')
+    with pytest.raises(CheckpointFileError, match='none is intact') as error:
+        find_resume_checkpoint(str(tmp_path))
+    assert 'epoch_1.pth' in str(error.value) and 'empty' in str(error.value)
+
+
+def test_atomic_write_replaces_whole_files_with_normal_permissions(tmp_path):
+    path = tmp_path / 'a.pth'
+    atomic_write(path, b'one')
+    atomic_write(path, b'two')
+    assert path.read_bytes() == b'two'
+    assert os.listdir(tmp_path) == ['a.pth']  # no temporary file left
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~mask
+
+
+def test_skip_sampler_skips_indices_then_runs_the_callback():
+    loader = DataLoader(list(range(10)), batch_size=3,
+                        sampler=SequentialSampler(range(10)))
+    calls = []
+    assert SkipSampler.install(loader, 2, lambda: calls.append(len(calls)))
+    assert [b.tolist() for b in loader] == [[6, 7, 8], [9]]
+    assert calls == [0]
+    # later passes are the plain sampler's
+    assert [b.tolist() for b in loader][0] == [0, 1, 2] and calls == [0]
+    SkipSampler.uninstall(loader)
+    assert type(loader.batch_sampler.sampler) is SequentialSampler
+    # a custom batch sampler: not touched
+    custom = DataLoader(list(range(4)), batch_sampler=_Custom())
+    assert not SkipSampler.install(custom, 1)
+
+
+class _Custom(BatchSampler):
+
+    def __init__(self):
+        super().__init__(SequentialSampler(range(4)), 2, False)
+
+
+def test_fast_forward_skips_without_loading():
+    real = iter([1, 2])
+    forward = FastForward(3, real)
+    assert [next(forward) for _ in range(5)] == [None, None, None, 1, 2]
+
