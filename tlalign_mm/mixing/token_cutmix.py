@@ -22,12 +22,12 @@ The patch size is the model's: :func:`bind_patch_size` (called by
 raises when one given in the config disagrees (a patch-4 model with 16-pixel
 cells would only ever swap whole 4x4 groups of its tokens).
 """
-import math
 from typing import List, Optional, Tuple
 
 import numpy as np
 from mmpretrain.registry import BATCH_AUGMENTS
 
+from .base import check_positive_int
 from .cutmix import TLCutMix
 from .grid import grid_shape, snap_to_boundary
 
@@ -148,33 +148,21 @@ class TLTokenCutMix(TLCutMix):
                  cutmix_minmax: Optional[List[float]] = None,
                  patch_size: Optional[int] = None,
                  box_units: str = 'pixels'):
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
-                or not alpha > 0 or not math.isfinite(alpha):
-            raise ValueError(
-                'TLTokenCutMix `alpha` (the Beta distribution parameter) '
-                f'must be a positive number, got {alpha!r}.')
-        if patch_size is not None and (isinstance(patch_size, bool) or
-                                       not isinstance(patch_size, int)
-                                       or patch_size <= 0):
-            raise ValueError(
-                'TLTokenCutMix `patch_size` must be a positive int (pixels) '
-                f'or None (the model\'s), got {patch_size!r}.')
+        owner = type(self).__name__
+        if patch_size is not None:
+            check_positive_int(patch_size, 'patch_size', owner,
+                               "pixels, or None for the model's")
         if box_units not in BOX_UNITS:
             raise ValueError(
-                f'TLTokenCutMix `box_units` must be one of {BOX_UNITS}, got '
+                f'{owner}: box_units must be one of {BOX_UNITS}, got '
                 f'{box_units!r}.')
-        if cutmix_minmax is not None:
-            if box_units == 'tokens':
-                raise ValueError(
-                    "TLTokenCutMix: `cutmix_minmax` is not part of the "
-                    "official token rule; use box_units='pixels' with it.")
-            if len(cutmix_minmax) != 2 or not \
-                    0 < cutmix_minmax[0] <= cutmix_minmax[1] <= 1:
-                raise ValueError(
-                    'TLTokenCutMix `cutmix_minmax` must be [min, max] with '
-                    f'0 < min <= max <= 1, got {cutmix_minmax!r}.')
+        if cutmix_minmax is not None and box_units == 'tokens':
+            raise ValueError(
+                f"{owner}: cutmix_minmax is not part of the official token "
+                "rule; use box_units='pixels' with it.")
+        # alpha and cutmix_minmax are checked by TLCutMix.
         super().__init__(
-            alpha=float(alpha), cutmix_minmax=cutmix_minmax, correct_lam=True)
+            alpha=alpha, cutmix_minmax=cutmix_minmax, correct_lam=True)
         self.patch_size = patch_size
         self.box_units = box_units
 
