@@ -287,6 +287,41 @@ def test_eval_forward_is_the_plain_timm_model_bit_for_bit():
             assert torch.equal(built(images)[0], expected)
 
 
+def test_export_loads_strictly_into_timm_create_model(tmp_path):
+    """A TL-Align classifier checkpoint -> plain timm state dict whose
+    logits are the classifier's."""
+    from mmengine.config import Config
+    from mmengine.runner.checkpoint import save_checkpoint
+
+    from tlalign_mm.downstream.export_timm import export_timm
+    for name in ('deit_tiny_patch16_224', 'deit_tiny_distilled_patch16_224'):
+        cfg = Config.fromfile(
+            'configs/tlalign/deit-small-timm_4xb256_in1k_tlalign.py')
+        cfg.model.backbone.update(model_name=name, depth=2, img_size=32,
+                                  patch_size=8)
+        cfg.model.head.in_channels = 192
+        torch.manual_seed(0)
+        classifier = MODELS.build(cfg.model).eval()
+        with torch.no_grad():
+            for p in classifier.parameters():
+                p.add_(0.1 * torch.randn_like(p))
+        ckpt = str(tmp_path / f'{name}.pth')
+        save_checkpoint(dict(meta=dict(cfg=cfg.pretty_text),
+                             state_dict=classifier.state_dict()), ckpt)
+        out = str(tmp_path / f'{name}_timm.pth')
+        info = export_timm(ckpt, out)
+        assert info['kwargs']['num_classes'] == 1000
+        state = torch.load(out, weights_only=True)
+        model = timm.create_model(name, pretrained=False, **info['kwargs'])
+        model.load_state_dict(state, strict=True)
+        model.eval()
+        images = torch.randn(2, 3, 32, 32)
+        with torch.no_grad():
+            ours = classifier(images, mode='tensor')
+            torch.testing.assert_close(model(images), ours, atol=1e-5,
+                                       rtol=1e-5)
+
+
 def test_the_sdpa_interception_stays_in_its_module_and_thread():
     """On the fused path, only the attention module's own call on its own
     thread reaches the tap: an SDPA call from another thread while it runs,
