@@ -58,6 +58,13 @@ MODELS_ZOO = {
         backbone=dict(type='VisionTransformer', arch='deit-base',
                       img_size=224, patch_size=16, drop_path_rate=0.1),
         head=dict(type='VisionTransformerClsHead', in_channels=768)),
+    # timm's deit_small_patch16_224 through mmpretrain's TIMMBackbone
+    # (PooledTIMMBackbone: the class token, as timm's head reads it).
+    'timm-deit-small': dict(
+        backbone=dict(type='PooledTIMMBackbone',
+                      model_name='deit_small_patch16_224',
+                      global_pool='token', drop_path_rate=0.1),
+        head=dict(type='VisionTransformerClsHead', in_channels=384)),
     'swin-tiny': dict(
         backbone=dict(type='SwinTransformer', arch='tiny', img_size=224,
                       drop_path_rate=0.2),

@@ -4,6 +4,7 @@ Usage::
 
     python tools/export_backbone.py CKPT OUT [--to {mmpretrain,mmseg,mmdet}]
         [--prefix backbone.] [--check CONFIG]
+    python tools/export_backbone.py CKPT OUT --format timm [--config CONFIG]
 
 Writes ``{'meta': {...plain types...}, 'state_dict': {'backbone.*': tensor}}``
 which loads with ``torch.load(OUT, weights_only=True)`` anywhere (no
@@ -17,6 +18,12 @@ rather than hours into a run.
 Export is optional: the downstream configs read the Runner checkpoint
 directly (same ``backbone.`` prefix). It gives a small file that needs
 neither ``tlalign_mm`` nor the allow-list to load.
+
+``--format timm`` (a ``PooledTIMMBackbone`` model) writes a plain timm state
+dict instead, head included, that ``timm.create_model(name,
+pretrained=False, **kwargs).load_state_dict(sd, strict=True)`` loads; the
+export checks exactly that and prints the call
+(:mod:`tlalign_mm.downstream.export_timm`).
 """
 import argparse
 import os.path as osp
@@ -43,6 +50,14 @@ def parse_args(argv=None):
     parser.add_argument(
         '--check', metavar='CONFIG',
         help='downstream config whose backbone must load OUT strictly')
+    parser.add_argument(
+        '--format', choices=('mmpretrain', 'timm'), default='mmpretrain',
+        help="'timm': a plain timm state dict of a PooledTIMMBackbone "
+        'classifier, head included')
+    parser.add_argument(
+        '--config',
+        help='--format timm: the training config, if the checkpoint does '
+        'not record it')
     args = parser.parse_args(argv)
     if _same_file(args.checkpoint, args.out):
         parser.error(
@@ -65,9 +80,25 @@ def _suggest(checkpoint: str) -> str:
     return f'{stem}_backbone{ext or ".pth"}'
 
 
+def export_timm_main(args):
+    """``--format timm``: see :mod:`tlalign_mm.downstream.export_timm`."""
+    from tlalign_mm.downstream.export_timm import export_timm
+    if args.check:
+        raise SystemExit('--check is for --format mmpretrain; --format timm '
+                         'always checks the export against timm.create_model.')
+    info = export_timm(args.checkpoint, args.out, args.config)
+    kwargs = ''.join(f', {k}={v!r}' for k, v in info['kwargs'].items())
+    print(f"exported {info['num_tensors']} tensors to {args.out} "
+          f"(timm layout; head: {info['head'] or 'none'})")
+    print(f"check: timm.create_model({info['model_name']!r}, "
+          f'pretrained=False{kwargs}) loads it with strict=True')
+
+
 def main(argv=None):
     args = parse_args(argv)
     install_safe_loaders()  # weights only, on every scheme, whatever the env
+    if args.format == 'timm':
+        return export_timm_main(args)
     meta = export_backbone(args.checkpoint, args.out, args.to, args.prefix)
     print(f"exported {meta['num_tensors']} tensors "
           f"({meta['num_params']:,} parameters) under {args.prefix!r} to "

@@ -29,11 +29,17 @@ from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
 from tlalign_mm.models import traced_forward
-from tlalign_mm.models.tracers import ViTTracer, get_tracer, installed_session
+from tlalign_mm.models.tracers import (
+    TimmViTTracer,
+    ViTTracer,
+    get_tracer,
+    installed_session,
+)
 
 from . import test_pvt_alignment as pvt_tests
 from . import test_spt_lsa as sl_tests
 from . import test_swin_alignment as swin_tests
+from . import test_timm_alignment as timm_tests
 from . import test_vit_alignment as vit_tests
 from .mixes import random_mix
 from .test_training_path import explicit_attention
@@ -92,6 +98,13 @@ def build_vit_like():
     return sharpened(TinyViTLike())
 
 
+def build_timm(model_name, **kwargs):
+    """A tiny timm ViT with drop-path modules (inactive in eval)."""
+    return timm_tests.build(model_name, img_size=32, patch_size=8,
+                            embed_dim=32, depth=2, num_heads=2,
+                            drop_path_rate=0.1, **kwargs)
+
+
 # name: (plain backbone config builder, input side)
 BACKBONES = {
     'ViT': (lambda: vit_tests.build_vit(), 32),
@@ -107,6 +120,13 @@ BACKBONES = {
     'PVT v2': (lambda: pvt_tests.build_pvt(version=2), 70),
     'SL-ViT': (lambda: sl_tests.build_vit(), 30),
     'SL-Swin': (lambda: sl_tests.build_swin(), 32),
+    # timm, through mmpretrain's TIMMBackbone (PooledTIMMBackbone)
+    'timm DeiT': (lambda: build_timm('deit_tiny_patch16_224'), 32),
+    'timm ViT pooled, registers, explicit attention': (lambda: build_timm(
+        'vit_small_patch16_224', fused=False, global_pool='avg',
+        reg_tokens=2), 32),
+    'timm distilled DeiT': (
+        lambda: build_timm('deit_tiny_distilled_patch16_224'), 32),
 }
 NAMES = list(BACKBONES)
 
@@ -145,6 +165,8 @@ def set_dropouts(backbone, drop_path=0.5, attention=0.2):
             attn.w_msa.attn_drop.p = attention
         elif isinstance(getattr(attn, 'attn', None), nn.MultiheadAttention):
             attn.attn.dropout = attention  # PVT
+        elif isinstance(getattr(attn, 'attn_drop', None), nn.Dropout):
+            attn.attn_drop.p = attention  # timm
         else:
             attn.attn_drop = attention  # mmpretrain MultiheadAttention
 
@@ -191,6 +213,12 @@ def identity_attention(q, k, v, attn_mask=None, dropout_p=0., **kwargs):
     return v
 
 
+def eye_softmax(module, args):
+    """timm's explicit path: ``attn_drop`` gets ``A = I``."""
+    attn = args[0]
+    return (torch.eye(attn.shape[-1]).expand_as(attn), )
+
+
 def make_attention_identity(backbone):
     """``A = I`` in every block, where the family's attention allows it
     (PVT's reduced keys do not: it has no identity attention)."""
@@ -198,6 +226,9 @@ def make_attention_identity(backbone):
         attn = block.attention
         if isinstance(get_tracer(backbone), ViTTracer):
             attn.scaled_dot_product_attention = identity_attention
+        elif isinstance(get_tracer(backbone), TimmViTTracer):
+            attn.fused_attn = False
+            attn.attn_drop.register_forward_pre_hook(eye_softmax)
         elif hasattr(attn, 'w_msa'):
             attn.w_msa.softmax = EyeSoftmax(dim=-1)
         else:
@@ -253,7 +284,8 @@ def ReturnModule(module):
     return module
 
 
-@pytest.mark.parametrize('name', ['ViT', 'Swin, padded', 'PVT v2'])
+@pytest.mark.parametrize('name',
+                         ['ViT', 'Swin, padded', 'PVT v2', 'timm DeiT'])
 def test_a_deep_copy_traces_on_its_own(name):
     plain, side = build(name)
     built = MODELS.build(dict(type='TLAlignBackbone',

@@ -19,10 +19,11 @@ from .base import (
 )
 from .pvt import PVTTracer
 from .swin import SwinTracer
+from .timm_vit import TimmViTTracer
 from .token_rules import register_token_rule, token_labels, token_rule
 from .vit import ViTTracer
 
-TRACERS = (ViTTracer(), SwinTracer(), PVTTracer())
+TRACERS = (ViTTracer(), SwinTracer(), PVTTracer(), TimmViTTracer())
 
 
 def get_tracer(backbone) -> Tracer:
@@ -43,8 +44,10 @@ def get_tracer(backbone) -> Tracer:
             f'contains none of the attention modules the tracers read '
             f'({kinds}). Supported backbones: mmpretrain VisionTransformer '
             '(ViT, DeiT, distilled DeiT, DeiT3), SwinTransformer, SLViT, '
-            "SLSwin, and mmdet's PyramidVisionTransformer(V2). Add a Tracer "
-            'in tlalign_mm/models/tracers/ for another attention module.')
+            "SLSwin, mmdet's PyramidVisionTransformer(V2), and timm's "
+            'VisionTransformer family (through PooledTIMMBackbone). Add a '
+            'Tracer in tlalign_mm/models/tracers/ for another attention '
+            'module.')
     raise NotImplementedError(
         f'{type(backbone).__name__} mixes the attention modules of '
         f'{", ".join(type(t).__name__ for t in found)}; TL-Align traces one '
@@ -52,8 +55,8 @@ def get_tracer(backbone) -> Tracer:
 
 
 __all__ = [
-    'BlockTrace', 'PVTTracer', 'SwinTracer', 'TRACERS', 'TraceSession',
-    'TracedBlock', 'Tracer', 'ViTTracer', 'get_tracer', 'install',
-    'installed_session', 'label_math', 'register_token_rule', 'token_labels',
-    'token_rule', 'begin_trace'
+    'BlockTrace', 'PVTTracer', 'SwinTracer', 'TRACERS', 'TimmViTTracer',
+    'TraceSession', 'TracedBlock', 'Tracer', 'ViTTracer', 'begin_trace',
+    'get_tracer', 'install', 'installed_session', 'label_math',
+    'register_token_rule', 'token_labels', 'token_rule'
 ]
