@@ -7,6 +7,8 @@ the modules that make tokens get their labels from one table of rules
 supported attention and embedding modules (e.g. mmpretrain's ``DeiT3``, SL-ViT
 with SPT and LSA), needs no tracer code of its own.
 """
+import torch.nn as nn
+
 from .base import (
     BlockTrace,
     TracedBlock,
@@ -29,6 +31,11 @@ TRACERS = (ViTTracer(), SwinTracer(), PVTTracer(), TimmViTTracer())
 def get_tracer(backbone) -> Tracer:
     """The tracer whose attention modules ``backbone`` contains, or a clear
     error naming what is supported."""
+    if not isinstance(backbone, nn.Module):
+        raise TypeError(
+            f'TL-Align traces a backbone module, got {type(backbone).__name__}'
+            ' (note: mmpretrain backbones\' .eval() and .train() return None,'
+            ' so call them on their own line).')
     session = installed_session(backbone)
     if session is not None:
         return session.tracer
