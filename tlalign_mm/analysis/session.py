@@ -51,16 +51,22 @@ def build_model(cfg: Config, checkpoint: Optional[str] = None,
     return model.to(device).eval()
 
 
-def build_dataloader(cfg: Config, split: str = 'test',
-                     batch_size: Optional[int] = None):
-    """The config's ``{split}_dataloader`` (falling back to the other of
-    test/val), never shuffled: the same images in every run."""
+def dataloader_cfg(cfg: Config, split: str = 'test') -> dict:
+    """A copy of the config's ``{split}_dataloader``, falling back to the
+    other of test/val."""
     key = f'{split}_dataloader'
     other = 'val_dataloader' if split == 'test' else 'test_dataloader'
     loader = cfg.get(key) or cfg.get(other)
     if not loader:
         raise ValueError(f'The config has neither {key} nor {other}.')
-    loader = loader.copy()
+    return loader.copy()
+
+
+def build_dataloader(cfg: Config, split: str = 'test',
+                     batch_size: Optional[int] = None):
+    """The config's ``{split}_dataloader`` (falling back to the other of
+    test/val), never shuffled: the same images in every run."""
+    loader = dataloader_cfg(cfg, split)
     if batch_size:
         loader['batch_size'] = batch_size
     sampler = dict(loader.get('sampler') or dict(type='DefaultSampler'))

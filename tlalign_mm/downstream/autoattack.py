@@ -344,12 +344,9 @@ def build_attack_dataloader(cfg,
     """
     from mmengine.registry import DATASETS
     from mmengine.runner import Runner
-    key = f'{split}_dataloader'
-    other = 'val_dataloader' if split == 'test' else 'test_dataloader'
-    loader = cfg.get(key) or cfg.get(other)
-    if not loader:
-        raise ValueError(f'The config has neither {key} nor {other}.')
-    loader = loader.copy()
+
+    from tlalign_mm.analysis.session import dataloader_cfg
+    loader = dataloader_cfg(cfg, split)
     dataset = loader['dataset']
     if isinstance(dataset, dict):
         dataset = DATASETS.build(dataset)
