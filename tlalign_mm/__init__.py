@@ -4,7 +4,7 @@ Importing the package registers its components in the mmpretrain registries
 (so configs can name them with
 ``custom_imports=dict(imports=['tlalign_mm'])``).
 """
-from . import datasets, downstream, mixing  # noqa: F401  (registration)
+from . import datasets, downstream, engine, mixing  # noqa: F401  (registration)
 from .checkpoint_safety import allow_openmmlab_checkpoints
 from .models import TLAlignBackbone, TLAlignClassifier, align_labels
 
