@@ -378,11 +378,22 @@ def run_all(jobs: List[Job], num_procs: int, epochs_per_run: int,
 # --- statistics and outputs -----------------------------------------------
 
 
+def early_epoch(records: List[dict]) -> Optional[int]:
+    """The validated epoch nearest a third of the run (10 of 30), where the
+    issue saw TL-Align lag; None when it is the last one."""
+    epochs = set.intersection(*(set(r['val_epochs']) for r in records))
+    if not epochs:
+        return None
+    last = max(epochs)
+    early = min(sorted(epochs), key=lambda e: abs(e - last / 3))
+    return None if early == last else early
+
+
 def summarize(records: List[dict], models: List[str],
               targets: List[str]) -> dict:
     """Per model: each target's mean +- std, the paired difference of each
-    other target against the baseline (CutMix), and the token-level
-    number."""
+    other target against the baseline (CutMix), at the end and a third of
+    the way through (``paired_early``), and the token-level number."""
     out = {}
     for model in models:
         acc = {t: {r['seed']: r['top1'] for r in records
@@ -394,6 +405,16 @@ def summarize(records: List[dict], models: List[str],
             entry['paired'] = {
                 t: paired_difference(acc[BASELINE], acc[t]).to_dict()
                 for t in targets if t != BASELINE and acc[t]}
+            early = early_epoch(records)
+            if early is not None:
+                at = {t: {r['seed']: r['val_top1'][r['val_epochs'].index(
+                    early)] for r in records
+                          if r['model'] == model and r['target'] == t}
+                      for t in targets}
+                entry['paired_early'] = {
+                    t: dict(paired_difference(at[BASELINE], at[t]).to_dict(),
+                            epoch=early)
+                    for t in targets if t != BASELINE and at[t]}
         entry['label_shift'] = {
             t: spread([r['label_shift']['mean_abs'] for r in records
                        if r['model'] == model and r['target'] == t
@@ -429,8 +450,11 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
         '|aligned − CutMix| label (source weights) of the trained '
         'checkpoints on held-out CutMix pairs.', '']
     head = ['model'] + [f'{t} top-1' for t in targets]
+    early = {e['paired_early'][t]['epoch'] for e in summary.values()
+             for t in e.get('paired_early', {})}
     for t in others:
         head += [f'{t} − {BASELINE} (95% CI)', 'W/L/T']
+        head += [f'same, at epoch {e}' for e in early]
     head += [f'label shift, {t}' for t in targets]
     lines += ['| ' + ' | '.join(head) + ' |',
               '|' + '---|' * len(head)]
@@ -441,6 +465,9 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
         for t in others:
             d = entry['paired'][t]
             row += [_ci(d), f'{d["wins"]}/{d["losses"]}/{d["ties"]}']
+            if early:
+                d = entry['paired_early'][t]
+                row += [f'{_ci(d)}, {d["wins"]}/{d["losses"]}/{d["ties"]}']
         row += [_pm(entry['label_shift'][t]['mean'],
                     entry['label_shift'][t]['std'], 4) for t in targets]
         lines.append('| ' + ' | '.join(row) + ' |')

@@ -98,3 +98,32 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
     assert list(ours) == list(theirs)
     for key in ours:
         assert torch.equal(ours[key], theirs[key]), key
+
+
+def load_run_demo():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'run_demo', osp.join(ROOT, 'tools', 'run_demo.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_epochs_scale_the_schedule_or_fail_clearly():
+    run_demo = load_run_demo()
+    assert run_demo.epoch_options(None) == []
+    # the recipe's 3 of 30 warm-up epochs: a tenth of the run, at least 1
+    assert run_demo.epoch_options(30)[1:] == [
+        'param_scheduler.0.end=3', 'param_scheduler.1.begin=3']
+    assert run_demo.epoch_options(10)[1:] == [
+        'param_scheduler.0.end=1', 'param_scheduler.1.begin=1']
+    assert run_demo.epoch_options(2)[0] == 'train_cfg.max_epochs=2'
+    with pytest.raises(SystemExit, match='at least 2 epochs'):
+        run_demo.epoch_options(1)
+
+
+def test_early_epoch_is_a_third_of_the_way():
+    run_demo = load_run_demo()
+    runs = [dict(val_epochs=list(range(2, 31, 2)))] * 2
+    assert run_demo.early_epoch(runs) == 10
+    assert run_demo.early_epoch([dict(val_epochs=[2])]) is None
