@@ -100,8 +100,16 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
         assert torch.equal(ours[key], theirs[key]), key
 
 
-def load_run_demo():
+def load_run_demo(monkeypatch):
     import importlib.util
+    import os
+
+    # the module pins its thread count in the environment; put it back after
+    for name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        before = os.environ.get(name)
+        monkeypatch.setenv(name, before or '')  # recorded: restored after
+        if before is None:
+            monkeypatch.delenv(name)
     spec = importlib.util.spec_from_file_location(
         'run_demo', osp.join(ROOT, 'tools', 'run_demo.py'))
     module = importlib.util.module_from_spec(spec)
@@ -109,8 +117,8 @@ def load_run_demo():
     return module
 
 
-def test_epochs_scale_the_schedule_or_fail_clearly():
-    run_demo = load_run_demo()
+def test_epochs_scale_the_schedule_or_fail_clearly(monkeypatch):
+    run_demo = load_run_demo(monkeypatch)
     assert run_demo.epoch_options(None) == []
     # the recipe's 3 of 30 warm-up epochs: a tenth of the run, at least 1
     assert run_demo.epoch_options(30)[1:] == [
@@ -122,8 +130,8 @@ def test_epochs_scale_the_schedule_or_fail_clearly():
         run_demo.epoch_options(1)
 
 
-def test_early_epoch_is_a_third_of_the_way():
-    run_demo = load_run_demo()
+def test_early_epoch_is_a_third_of_the_way(monkeypatch):
+    run_demo = load_run_demo(monkeypatch)
     runs = [dict(val_epochs=list(range(2, 31, 2)))] * 2
     assert run_demo.early_epoch(runs) == 10
     assert run_demo.early_epoch([dict(val_epochs=[2])]) is None
