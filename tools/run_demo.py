@@ -344,34 +344,59 @@ class ProgressBar:
             print(flush=True)
 
 
+def _read_record(job: Job, exitcode: int) -> dict:
+    path = osp.join(job.work_dir, 'run.json')
+    if exitcode == 0 and osp.isfile(path):
+        with open(path) as f:
+            return json.load(f)
+    return dict(job._asdict(), error=(
+        f'the run\'s process ended with exit code {exitcode} before writing '
+        f'its results (killed, or out of memory?); see {job.log_file}'))
+
+
 def run_all(jobs: List[Job], num_procs: int, epochs_per_run: int,
             quiet: bool = False) -> List[dict]:
     """Run ``jobs`` in processes forked from this one, ``num_procs`` at a
-    time, each in a fresh process (no state carries over between runs)."""
+    time, a fresh process for each (no state carries over between runs).
+    A run that fails, or whose process dies, comes back with ``error``."""
     global _TRAIN, _PROGRESS
     if _TRAIN is None:
         _TRAIN = _import_train()
     ctx = multiprocessing.get_context('fork')
     _PROGRESS = ctx.Queue()
     bar = None if quiet else ProgressBar(len(jobs), epochs_per_run)
-    records: Dict[int, dict] = {}
-    with ctx.Pool(num_procs, maxtasksperchild=1) as pool:
-        pending = {job.index: pool.apply_async(run_job, (job, ))
-                   for job in jobs}
-        while pending:
+    waiting, running, records = list(jobs), {}, {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < num_procs:
+                job = waiting.pop(0)
+                os.makedirs(job.work_dir, exist_ok=True)
+                stale = osp.join(job.work_dir, 'run.json')
+                if osp.exists(stale):
+                    os.remove(stale)
+                proc = ctx.Process(target=run_job, args=(job, ))
+                proc.start()
+                running[job.index] = (job, proc)
             try:
                 index, epoch = _PROGRESS.get(timeout=0.5)
                 if bar is not None:
                     bar.update(index, epoch)
             except queue_lib.Empty:
                 pass
-            for index in [i for i, r in pending.items() if r.ready()]:
-                records[index] = pending.pop(index).get()
+            for index, (job, proc) in list(running.items()):
+                if proc.exitcode is None:
+                    continue
+                proc.join()
+                del running[index]
+                records[index] = _read_record(job, proc.exitcode)
                 if bar is not None:
                     bar.finish_run(index)
-    if bar is not None:
-        bar.close()
-    _PROGRESS = None
+    finally:
+        for _, proc in running.values():  # interrupted: stop the others
+            proc.terminate()
+        _PROGRESS = None
+        if bar is not None:
+            bar.close()
     return [records[job.index] for job in jobs]
 
 
