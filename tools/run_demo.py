@@ -1,98 +1,645 @@
-"""The main job: CutMix vs TL-Align on real data that ships with scikit-learn.
+"""The main job: CutMix vs TL-Align on real data that ships with scikit-learn,
+over several seeds, with paired statistics and a picture.
 
-Trains the demo configs through ``tools/train.py`` (a tiny ViT and its SL-ViT
-twin, with Shifted Patch Tokenization and Locality Self-Attention, on the
-handwritten digits, from scratch), each with CutMix and with TL-Align, then
-prints the held-out top-1 accuracy of each, with its seed, in one table.
+Trains the demo configs (``configs/demo/``: a tiny ViT and its SL-ViT twin,
+with Shifted Patch Tokenization and Locality Self-Attention, from scratch on
+the handwritten digits) with CutMix and with TL-Align, on every seed. Runs
+with the same seed share the initial weights, the data order and the mixing
+draws, so the per-seed difference isolates the target. Prints, per model,
+mean +- std of each target, the paired difference with its 95% confidence
+interval (paired t) and the seeds TL-Align won, lost and tied; the
+token-level number (how far TL-Align's trained checkpoints move the CutMix
+target on held-out mixes); and writes ``summary.json``, ``summary.md`` and
+``summary.png`` under the work dir.
 
-    .venv/bin/python tools/run_demo.py                  # seed 0, all configs
-    .venv/bin/python tools/run_demo.py --seeds 0 1 2
+Each run is ``tools/train.py CONFIG --work-dir DIR --cfg-options
+randomness.seed=SEED ...`` executed in a process forked from this one
+(``--jobs`` at a time, one thread each, so every run is deterministic and
+repeatable on this machine), after the libraries were imported once.
+
+    .venv/bin/python tools/run_demo.py                    # the main job
+    .venv/bin/python tools/run_demo.py --seeds 0 1 2 --models ViT
+    .venv/bin/python tools/run_demo.py --summarize        # re-read the runs
 """
-import argparse
-import json
 import os
-import os.path as osp
-import subprocess
-import sys
-import time
+
+# One thread per run, set before torch is imported: runs go side by side,
+# one per core, and a fixed thread count keeps each run repeatable.
+os.environ['OMP_NUM_THREADS'] = '1'
+os.environ['MKL_NUM_THREADS'] = '1'
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import multiprocessing  # noqa: E402
+import os.path as osp  # noqa: E402
+import platform  # noqa: E402
+import queue as queue_lib  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from typing import Dict, List, NamedTuple, Optional  # noqa: E402
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-# (model, target) -> config
-CONFIGS = {
-    ('ViT', 'CutMix'): 'configs/demo/vit-tiny-p4_digits_cutmix.py',
-    ('ViT', 'TL-Align'): 'configs/demo/vit-tiny-p4_digits_tlalign.py',
-    ('SL-ViT', 'CutMix'): 'configs/demo/sl-vit-tiny-p4_digits_cutmix.py',
-    ('SL-ViT', 'TL-Align'): 'configs/demo/sl-vit-tiny-p4_digits_tlalign.py',
-}
+sys.path.insert(0, ROOT)
+
+import torch  # noqa: E402
+from mmengine.config import DictAction  # noqa: E402
+from mmengine.hooks import Hook  # noqa: E402
+
+import tlalign_mm  # noqa: E402,F401  (registers modules)
+from tlalign_mm.analysis import figures  # noqa: E402
+from tlalign_mm.analysis.paired_stats import (  # noqa: E402
+    paired_difference,
+    spread,
+)
+
+MODELS = {'ViT': 'vit-tiny-p4', 'SL-ViT': 'sl-vit-tiny-p4'}
+TARGETS = {'CutMix': 'cutmix', 'TL-Align': 'tlalign'}
+BASELINE = 'CutMix'
+# Five seeds per cell is the least a paired interval means something with;
+# the job (4 cells) fits in about ten minutes on two idle cores.
+DEFAULT_SEEDS = 5
+RECIPE_EPOCHS, RECIPE_WARMUP = 30, 3
 
 
-def last_accuracy(work_dir):
-    """Top-1 of the last validation in the newest run's scalars.json."""
+class Job(NamedTuple):
+    index: int
+    model: str
+    target: str
+    seed: int
+    config: str
+    work_dir: str
+    log_file: str
+    options: tuple
+
+
+def config_path(model: str, target: str) -> str:
+    return osp.join(ROOT, 'configs', 'demo',
+                    f'{MODELS[model]}_digits_{TARGETS[target]}.py')
+
+
+def run_name(model: str, target: str, seed: int) -> str:
+    return f'{model}_{target}_seed{seed}'.lower()
+
+
+def epoch_options(epochs: Optional[int]) -> List[str]:
+    """``--cfg-options`` for a run of ``epochs`` epochs: the warm-up is a
+    tenth of the run (the recipe's 3 of 30, at least one epoch) and the
+    cosine takes the rest (the configs end it at ``max_epochs``)."""
+    if epochs is None:
+        return []
+    if epochs < 2:
+        raise SystemExit(
+            f'--epochs {epochs}: a run needs at least 2 epochs (a warm-up '
+            'epoch and a cosine one).')
+    warmup = max(1, round(epochs * RECIPE_WARMUP / RECIPE_EPOCHS))
+    return [f'train_cfg.max_epochs={epochs}',
+            f'param_scheduler.0.end={warmup}',
+            f'param_scheduler.1.begin={warmup}']
+
+
+def make_jobs(args) -> List[Job]:
+    jobs = []
+    common = epoch_options(args.epochs) + list(args.cfg_options)
+    for seed in args.seeds:
+        for model in args.models:
+            for target in args.targets:
+                name = run_name(model, target, seed)
+                jobs.append(Job(
+                    len(jobs), model, target, seed,
+                    config_path(model, target),
+                    osp.join(args.work_dir, name),
+                    osp.join(args.work_dir, f'{name}.log'),
+                    tuple([f'randomness.seed={seed}'] + common)))
+    return jobs
+
+
+# --- reading a run's results ------------------------------------------------
+
+
+def read_scalars(work_dir: str) -> List[dict]:
+    """The records of the newest run's ``vis_data/scalars.json``."""
     runs = sorted(d for d in os.listdir(work_dir)
                   if osp.isfile(osp.join(work_dir, d, 'vis_data',
                                          'scalars.json')))
     if not runs:
         raise RuntimeError(f'No training log under {work_dir}.')
-    acc = None
     with open(osp.join(work_dir, runs[-1], 'vis_data', 'scalars.json')) as f:
-        for line in f:
-            record = json.loads(line)
-            if 'accuracy/top1' in record:
-                acc = record['accuracy/top1']
-    if acc is None:
-        raise RuntimeError(f'No validation accuracy in {work_dir}.')
-    return acc
+        return [json.loads(line) for line in f]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--seeds', type=int, nargs='+', default=[0])
+def curves(records: List[dict]) -> dict:
+    """Validation top-1 and the label-drift values per epoch, and the mean
+    logged training loss per epoch."""
+    val = {r['step']: r['accuracy/top1'] for r in records
+           if 'accuracy/top1' in r}
+    drift = {}
+    for r in records:
+        for key, value in r.items():
+            if key.startswith('label_drift/'):
+                drift.setdefault(key.split('/', 1)[1], {})[r['step']] = value
+    loss = {}
+    for r in records:
+        if 'loss' in r and 'epoch' in r:
+            loss.setdefault(r['epoch'], []).append(r['loss'])
+    return dict(
+        val_epochs=sorted(val), val_top1=[val[e] for e in sorted(val)],
+        label_drift={k: dict(epochs=sorted(v), values=[v[e] for e in
+                                                        sorted(v)])
+                     for k, v in drift.items()},
+        loss_epochs=sorted(loss),
+        loss=[sum(loss[e]) / len(loss[e]) for e in sorted(loss)])
+
+
+def cfg_options(options) -> dict:
+    """``['key=value', ...]`` as ``tools/train.py --cfg-options`` reads
+    them."""
+    out = {}
+    for option in options:
+        key, value = option.split('=', 1)
+        out[key] = DictAction._parse_iterable(value)
+    return out
+
+
+def final_checkpoint(work_dir: str) -> str:
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        path = f.read().strip()
+    return path if osp.isabs(path) else osp.join(work_dir, path)
+
+
+# --- the token-level number ----------------------------------------------
+
+
+def label_shift(config: str, checkpoint: str, options=(), seed: int = 0,
+                num_images: Optional[int] = None) -> dict:
+    """How far TL-Align's label of a trained model is from the CutMix
+    target, on the config's held-out (test) images mixed in pairs by CutMix
+    (alpha 1, seeded: every checkpoint sees the same mixes), as source
+    weights: ``mean_abs`` is the mean over images and sources of
+    ``|w_aligned - w_area|`` (``|lambda_aligned - lambda_area|`` for two
+    sources), ``rmse`` the paper's Fig. 3 number.
+
+    The one place the analysis API is called: adapt here when it changes.
+    """
+    from tlalign_mm.analysis.label_rmse import (
+        RMSEMeter,
+        aligned_source_weights,
+    )
+    from tlalign_mm.analysis.mixed_batches import mixed_batches
+    from tlalign_mm.analysis.session import (
+        build_dataloader,
+        build_model,
+        load_config,
+    )
+    cfg = load_config(config, cfg_options(options))
+    model = build_model(cfg, checkpoint)
+    loader = build_dataloader(cfg, 'test')
+    meter, total_abs = RMSEMeter(), 0.
+    with torch.no_grad():
+        for batch in mixed_batches(model, loader, 'cutmix', 1.0, seed,
+                                   num_images):
+            aligned = aligned_source_weights(
+                model.backbone, batch.mixed, batch.record.pixel_weights,
+                batch.record.cls_weights)
+            area = batch.record.cls_weights
+            total_abs += (aligned.double() - area.double()).abs().sum()
+            meter.update(aligned, area, batch.targets)
+    result = meter.result()
+    return dict(mean_abs=float(total_abs) / max(meter.num_entries, 1),
+                rmse=result['rmse'], num_images=result['num_images'])
+
+
+# --- one run, in a forked process ------------------------------------------
+
+_TRAIN = None  # tools/train.py, imported once before forking
+_PROGRESS = None  # a queue of (job index, epochs done)
+
+
+def _import_train():
+    spec = importlib.util.spec_from_file_location(
+        'tlalign_mm_tools_train', osp.join(ROOT, 'tools', 'train.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _EpochProgress(Hook):
+    """Tells the parent when an epoch ends."""
+
+    def __init__(self, index, progress):
+        self.index, self.progress = index, progress
+
+    def after_train_epoch(self, runner):
+        self.progress.put((self.index, runner.epoch + 1))
+
+
+def _train(job: Job) -> None:
+    """``tools/train.py`` in this process, with the progress hook added."""
+    train = _TRAIN
+    build_runner = train.build_runner
+
+    def build_with_progress(cfg):
+        runner = build_runner(cfg)
+        if _PROGRESS is not None:
+            runner.register_hook(_EpochProgress(job.index, _PROGRESS),
+                                 priority='LOWEST')
+        return runner
+
+    argv = sys.argv
+    sys.argv = ['tools/train.py', job.config, '--work-dir', job.work_dir,
+                '--cfg-options', *job.options]
+    train.build_runner = build_with_progress
+    try:
+        train.main()
+    finally:
+        sys.argv, train.build_runner = argv, build_runner
+
+
+def run_job(job: Job) -> dict:
+    """Train one run, then read its results and measure its token-level
+    number; the run's output goes to ``job.log_file``. Returns the run's
+    record (also written to ``run.json`` in its work dir), or one with
+    ``error`` set."""
+    torch.set_num_threads(1)
+    os.makedirs(job.work_dir, exist_ok=True)
+    start = time.time()
+    with open(job.log_file, 'w') as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            _train(job)
+            train_s = time.time() - start
+            record = dict(job._asdict(), train_s=train_s)
+            record.update(curves(read_scalars(job.work_dir)))
+            record['top1'] = record['val_top1'][-1]
+            record['checkpoint'] = final_checkpoint(job.work_dir)
+            record['label_shift'] = label_shift(
+                job.config, record['checkpoint'], job.options)
+            record['wall_s'] = time.time() - start
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            record['cpu_s'] = usage.ru_utime + usage.ru_stime
+        except Exception:  # noqa: BLE001  (reported by the parent)
+            traceback.print_exc()
+            record = dict(job._asdict(), error=traceback.format_exc())
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+    with open(osp.join(job.work_dir, 'run.json'), 'w') as f:
+        json.dump(record, f, indent=1)
+    return record
+
+
+# --- the parent: the pool, the progress bar --------------------------------
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f'{seconds // 60}m{seconds % 60:02d}s'
+
+
+class ProgressBar:
+    """One line over all runs: runs done, epochs done, elapsed, ETA (from
+    the epochs done so far); redrawn in place on a terminal, printed when a
+    run ends otherwise."""
+
+    def __init__(self, num_runs: int, epochs_per_run: int, width: int = 30):
+        self.num_runs, self.epochs_per_run = num_runs, epochs_per_run
+        self.total = num_runs * epochs_per_run
+        self.width, self.start = width, time.time()
+        self.epochs: Dict[int, int] = {}
+        self.done = 0
+        self.tty = sys.stdout.isatty()
+
+    def update(self, index: int, epochs: int) -> None:
+        self.epochs[index] = max(self.epochs.get(index, 0), epochs)
+        if self.tty:
+            self.draw()
+
+    def finish_run(self, index: int) -> None:
+        self.epochs[index] = self.epochs_per_run
+        self.done += 1
+        self.draw()
+
+    def draw(self) -> None:
+        done = min(sum(self.epochs.values()), self.total)
+        elapsed = time.time() - self.start
+        eta = elapsed * (self.total - done) / done if done else math.nan
+        filled = int(self.width * done / max(self.total, 1))
+        line = (f'[{"#" * filled}{"." * (self.width - filled)}] '
+                f'{self.done}/{self.num_runs} runs, {done}/{self.total} '
+                f'epochs, elapsed {_duration(elapsed)}, ETA '
+                f'{_duration(eta) if done else "?"}')
+        if self.tty:
+            print('\r' + line, end='', flush=True)
+        else:
+            print(line, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            print(flush=True)
+
+
+def _read_record(job: Job, exitcode: int) -> dict:
+    path = osp.join(job.work_dir, 'run.json')
+    if exitcode == 0 and osp.isfile(path):
+        with open(path) as f:
+            return json.load(f)
+    return dict(job._asdict(), error=(
+        f'the run\'s process ended with exit code {exitcode} before writing '
+        f'its results (killed, or out of memory?); see {job.log_file}'))
+
+
+def run_all(jobs: List[Job], num_procs: int, epochs_per_run: int,
+            quiet: bool = False) -> List[dict]:
+    """Run ``jobs`` in processes forked from this one, ``num_procs`` at a
+    time, a fresh process for each (no state carries over between runs).
+    A run that fails, or whose process dies, comes back with ``error``."""
+    global _TRAIN, _PROGRESS
+    if _TRAIN is None:
+        _TRAIN = _import_train()
+    ctx = multiprocessing.get_context('fork')
+    _PROGRESS = ctx.Queue()
+    bar = None if quiet else ProgressBar(len(jobs), epochs_per_run)
+    waiting, running, records = list(jobs), {}, {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < num_procs:
+                job = waiting.pop(0)
+                os.makedirs(job.work_dir, exist_ok=True)
+                stale = osp.join(job.work_dir, 'run.json')
+                if osp.exists(stale):
+                    os.remove(stale)
+                proc = ctx.Process(target=run_job, args=(job, ))
+                proc.start()
+                running[job.index] = (job, proc)
+            try:
+                index, epoch = _PROGRESS.get(timeout=0.5)
+                if bar is not None:
+                    bar.update(index, epoch)
+            except queue_lib.Empty:
+                pass
+            for index, (job, proc) in list(running.items()):
+                if proc.exitcode is None:
+                    continue
+                proc.join()
+                del running[index]
+                records[index] = _read_record(job, proc.exitcode)
+                if bar is not None:
+                    bar.finish_run(index)
+    finally:
+        for _, proc in running.values():  # interrupted: stop the others
+            proc.terminate()
+        _PROGRESS = None
+        if bar is not None:
+            bar.close()
+    return [records[job.index] for job in jobs]
+
+
+# --- statistics and outputs -----------------------------------------------
+
+
+def early_epoch(records: List[dict]) -> Optional[int]:
+    """The validated epoch nearest a third of the run (10 of 30), where the
+    issue saw TL-Align lag; None when it is the last one."""
+    epochs = set.intersection(*(set(r['val_epochs']) for r in records))
+    if not epochs:
+        return None
+    last = max(epochs)
+    early = min(sorted(epochs), key=lambda e: abs(e - last / 3))
+    return None if early == last else early
+
+
+def summarize(records: List[dict], models: List[str],
+              targets: List[str]) -> dict:
+    """Per model: each target's mean +- std, the paired difference of each
+    other target against the baseline (CutMix), at the end and a third of
+    the way through (``paired_early``), and the token-level number."""
+    out = {}
+    for model in models:
+        acc = {t: {r['seed']: r['top1'] for r in records
+                   if r['model'] == model and r['target'] == t}
+               for t in targets}
+        entry = dict(targets={t: spread(list(v.values()))._asdict()
+                              for t, v in acc.items() if v})
+        if BASELINE in acc:
+            entry['paired'] = {
+                t: paired_difference(acc[BASELINE], acc[t]).to_dict()
+                for t in targets if t != BASELINE and acc[t]}
+            early = early_epoch(records)
+            if early is not None:
+                at = {t: {r['seed']: r['val_top1'][r['val_epochs'].index(
+                    early)] for r in records
+                          if r['model'] == model and r['target'] == t}
+                      for t in targets}
+                entry['paired_early'] = {
+                    t: dict(paired_difference(at[BASELINE], at[t]).to_dict(),
+                            epoch=early)
+                    for t in targets if t != BASELINE and at[t]}
+        entry['label_shift'] = {
+            t: spread([r['label_shift']['mean_abs'] for r in records
+                       if r['model'] == model and r['target'] == t
+                       ])._asdict()
+            for t in targets if acc[t]}
+        out[model] = entry
+    return out
+
+
+def _pm(mean, std, digits=2):
+    if std != std:  # one seed
+        return f'{mean:.{digits}f}'
+    return f'{mean:.{digits}f} ± {std:.{digits}f}'
+
+
+def _ci(d):
+    low, high = d['ci']
+    if low != low:
+        return f'{d["mean"]:+.2f}'
+    return f'{d["mean"]:+.2f} [{low:+.2f}, {high:+.2f}]'
+
+
+def markdown(summary: dict, records: List[dict], targets: List[str],
+             meta: dict) -> str:
+    """The results table, the per-seed table and the run times."""
+    others = [t for t in targets if t != BASELINE]
+    lines = [
+        f'Held-out top-1 (%) on scikit-learn\'s digits (360 test images), '
+        f'{meta["epochs"]} epochs, seeds {meta["seeds"]}: mean ± std over '
+        f'seeds; difference per seed (same seed: same initial weights, data '
+        f'order and mixes), mean and 95% CI by paired t; W/L/T: seeds the '
+        f'target won, lost, tied against {BASELINE}; label shift: mean '
+        '|aligned − CutMix| label (source weights) of the trained '
+        'checkpoints on held-out CutMix pairs.', '']
+    head = ['model'] + [f'{t} top-1' for t in targets]
+    early = {e['paired_early'][t]['epoch'] for e in summary.values()
+             for t in e.get('paired_early', {})}
+    for t in others:
+        head += [f'{t} − {BASELINE} (95% CI)', 'W/L/T']
+        head += [f'same, at epoch {e}' for e in early]
+    head += [f'label shift, {t}' for t in targets]
+    lines += ['| ' + ' | '.join(head) + ' |',
+              '|' + '---|' * len(head)]
+    for model, entry in summary.items():
+        row = [model]
+        row += [_pm(entry['targets'][t]['mean'], entry['targets'][t]['std'])
+                for t in targets]
+        for t in others:
+            d = entry['paired'][t]
+            row += [_ci(d), f'{d["wins"]}/{d["losses"]}/{d["ties"]}']
+            if early:
+                d = entry['paired_early'][t]
+                row += [f'{_ci(d)}, {d["wins"]}/{d["losses"]}/{d["ties"]}']
+        row += [_pm(entry['label_shift'][t]['mean'],
+                    entry['label_shift'][t]['std'], 4) for t in targets]
+        lines.append('| ' + ' | '.join(row) + ' |')
+    lines += ['', 'Per seed (top-1 %, train time s):', '',
+              '| model | seed | ' + ' | '.join(targets) + ' |',
+              '|---|---|' + '---|' * len(targets)]
+    by_key = {(r['model'], r['target'], r['seed']): r for r in records}
+    for model in summary:
+        for seed in meta['seeds']:
+            cells = []
+            for t in targets:
+                r = by_key.get((model, t, seed))
+                cells.append('' if r is None else
+                             f'{r["top1"]:.2f} ({r["train_s"]:.0f} s)')
+            lines.append(f'| {model} | {seed} | ' + ' | '.join(cells) + ' |')
+    lines += ['', f'Wall time {_duration(meta["wall_s"])} for '
+              f'{len(records)} runs, {meta["jobs"]} at a time, one thread '
+              f'each ({meta["machine"]}).', '']
+    return '\n'.join(lines)
+
+
+def write_outputs(work_dir: str, records: List[dict], models, targets,
+                  meta: dict) -> dict:
+    summary = summarize(records, models, targets)
+    accuracy, val_curves, titles = {}, {}, {}
+    for model in models:
+        accuracy[model] = {
+            t: {r['seed']: r['top1'] for r in records
+                if r['model'] == model and r['target'] == t}
+            for t in targets}
+        val_curves[model] = {}
+        for t in targets:
+            runs = [r for r in records
+                    if r['model'] == model and r['target'] == t]
+            if runs:
+                val_curves[model][t] = (runs[0]['val_epochs'],
+                                        [r['val_top1'] for r in runs])
+        titles[model] = model + ''.join(
+            f'\n{t} − {BASELINE}: {_ci(d)}, W/L/T '
+            f'{d["wins"]}/{d["losses"]}/{d["ties"]}'
+            for t, d in summary[model].get('paired', {}).items())
+    png = figures.seed_comparison(accuracy, val_curves,
+                                  osp.join(work_dir, 'summary.png'),
+                                  titles=titles)
+    md = markdown(summary, records, targets, meta)
+    with open(osp.join(work_dir, 'summary.md'), 'w') as f:
+        f.write(md)
+    with open(osp.join(work_dir, 'summary.json'), 'w') as f:
+        json.dump(dict(meta, models=summary, runs=records), f, indent=1)
+    return dict(summary=summary, markdown=md, png=png)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open('/proc/cpuinfo') as f:
+            names = [line.split(':', 1)[1].strip() for line in f
+                     if line.startswith('model name')]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f'{cpu}, {os.cpu_count()} logical CPUs, torch {torch.__version__}'
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split('\n')[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--seeds', type=int, nargs='+',
+                        default=list(range(DEFAULT_SEEDS)),
+                        help=f'seeds (default: 0..{DEFAULT_SEEDS - 1})')
+    parser.add_argument('--models', nargs='+', choices=list(MODELS),
+                        default=list(MODELS))
+    parser.add_argument('--targets', nargs='+', choices=list(TARGETS),
+                        default=list(TARGETS))
     parser.add_argument('--work-dir', default='work_dirs/demo')
-    parser.add_argument('--epochs', type=int, default=None,
-                        help='override max_epochs (for a quick look)')
+    parser.add_argument(
+        '--jobs', type=int, default=len(os.sched_getaffinity(0)),
+        help='runs side by side, one thread each (default: the usable '
+        'cores)')
+    parser.add_argument(
+        '--epochs', type=int, default=None,
+        help=f'train this many epochs instead of {RECIPE_EPOCHS} (the '
+        'warm-up and the cosine scale with it; for a quick look)')
     parser.add_argument('--cfg-options', nargs='+', default=[],
                         help='extra overrides passed to tools/train.py')
-    args = parser.parse_args()
+    parser.add_argument(
+        '--summarize', action='store_true',
+        help='do not train: re-read the runs in the work dir and write the '
+        'tables and the picture again')
+    args = parser.parse_args(argv)
+    if len(set(args.seeds)) != len(args.seeds):
+        parser.error(f'--seeds repeats a seed: {args.seeds}')
+    if args.jobs < 1:
+        parser.error('--jobs must be at least 1')
+    return args
 
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
     os.makedirs(args.work_dir, exist_ok=True)
-    rows = []
-    for seed in args.seeds:
-        for (model, target), config in CONFIGS.items():
-            name = f'{model} {target}'
-            slug = f'{model}_{target}'.lower()
-            work_dir = osp.join(args.work_dir, f'{slug}_seed{seed}')
-            options = [f'randomness.seed={seed}'] + args.cfg_options
-            if args.epochs:
-                options += [f'train_cfg.max_epochs={args.epochs}',
-                            f'train_cfg.val_interval={args.epochs}']
-            cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'),
-                   osp.join(ROOT, config), '--work-dir', work_dir,
-                   '--cfg-options', *options]
-            print(f'[demo] {name}, seed {seed}: {" ".join(cmd[1:])}',
-                  flush=True)
-            start = time.time()
-            log_file = osp.join(args.work_dir, f'{slug}_seed{seed}.log')
-            with open(log_file, 'w') as log:
-                subprocess.run(cmd, check=True, cwd=ROOT, stdout=log,
-                               stderr=subprocess.STDOUT)
-            rows.append((model, target, seed, last_accuracy(work_dir),
-                         time.time() - start))
-            print(f'[demo]   top-1 {rows[-1][3]:.2f}% in {rows[-1][4]:.0f} s',
-                  flush=True)
-
-    print('\nHeld-out top-1 accuracy on scikit-learn digits '
-          '(360 test images), tiny ViT / SL-ViT from scratch:')
-    print(f'| {"model":6s} | {"target":8s} | seed | top-1 (%) | '
-          'train time (s) |')
-    print('|--------|----------|------|-----------|----------------|')
-    for model, target, seed, acc, secs in rows:
-        print(f'| {model:6s} | {target:8s} | {seed:4d} | {acc:9.2f} | '
-              f'{secs:14.0f} |')
-    if len(args.seeds) > 1:
-        for model, target in CONFIGS:
-            accs = [r[3] for r in rows if r[:2] == (model, target)]
-            print(f'| {model:6s} | {target:8s} | mean | '
-                  f'{sum(accs) / len(accs):9.2f} | {"":14s} |')
+    jobs = make_jobs(args)
+    epochs = args.epochs or RECIPE_EPOCHS
+    for option in args.cfg_options:  # for the progress bar
+        if option.startswith('train_cfg.max_epochs='):
+            epochs = int(option.split('=', 1)[1])
+    start = time.time()
+    if args.summarize:
+        records = []
+        for job in jobs:
+            path = osp.join(job.work_dir, 'run.json')
+            if not osp.isfile(path):
+                raise SystemExit(f'{path} is missing: run the job first.')
+            with open(path) as f:
+                records.append(json.load(f))
+    else:
+        print(f'{len(jobs)} runs ({", ".join(args.models)} x '
+              f'{", ".join(args.targets)} x {len(args.seeds)} seeds), '
+              f'{args.jobs} at a time; logs in {args.work_dir}/*.log',
+              flush=True)
+        records = run_all(jobs, args.jobs, epochs)
+    failed = [r for r in records if 'error' in r]
+    if failed:
+        for r in failed:
+            print(f'\n{r["model"]} {r["target"]} seed {r["seed"]} failed; '
+                  f'see {r["log_file"]}:\n{r["error"]}', file=sys.stderr)
+        raise SystemExit(f'{len(failed)} of {len(records)} runs failed.')
+    wall = time.time() - start
+    if args.summarize:
+        with open(osp.join(args.work_dir, 'summary.json')) as f:
+            meta = {k: v for k, v in json.load(f).items()
+                    if k not in ('models', 'runs')}
+    else:
+        meta = dict(command=' '.join(['tools/run_demo.py'] +
+                                     (argv if argv is not None
+                                      else sys.argv[1:])),
+                    epochs=epochs, seeds=list(args.seeds), jobs=args.jobs,
+                    wall_s=wall, machine=machine())
+    out = write_outputs(args.work_dir, records, args.models, args.targets,
+                        meta)
+    print('\n' + out['markdown'])
+    print('Per-run wall time (s): ' + ', '.join(
+        f'{r["model"]} {r["target"]} {r["seed"]}: {r["wall_s"]:.0f}'
+        for r in records))
+    print(f'Wrote {args.work_dir}/summary.json, summary.md, summary.png; '
+          f'job wall time {_duration(meta["wall_s"])}.')
+    return out
 
 
 if __name__ == '__main__':

@@ -97,3 +97,91 @@ def label_map_grid(images1, images2, mixed, initial, aligned, path: str,
         if titles:
             axes[r, 4].set_xlabel(titles[r], fontsize=7)
     return _save(fig, path, dpi=dpi)
+
+
+# Colours of the main job's targets (tools/run_demo.py), others in turn.
+TARGET_COLOURS = {'CutMix': 'tab:blue', 'TL-Align': 'tab:red'}
+_MORE_COLOURS = ('tab:green', 'tab:purple', 'tab:orange', 'tab:brown')
+
+
+def _target_colours(targets: Sequence[str]) -> Dict[str, str]:
+    more = iter(_MORE_COLOURS)
+    return {t: TARGET_COLOURS.get(t) or next(more) for t in targets}
+
+
+def _paired_dots(ax, accuracy: Dict[str, Dict[int, float]],
+                 colours: Dict[str, str]) -> None:
+    """Each seed's accuracies, one column per target, joined by a line
+    (green where the next target is higher, red lower, grey equal); the
+    mean of each target as a black bar."""
+    targets = list(accuracy)
+    seeds = sorted(set.intersection(*(set(a) for a in accuracy.values())))
+    x = np.arange(len(targets))
+    for seed in seeds:
+        ys = [accuracy[t][seed] for t in targets]
+        for i in range(len(targets) - 1):
+            d = ys[i + 1] - ys[i]
+            colour = 'tab:green' if d > 1e-6 else \
+                'tab:red' if d < -1e-6 else 'grey'
+            ax.plot(x[i:i + 2], ys[i:i + 2], '-', color=colour, lw=0.9,
+                    alpha=0.6)
+    for i, t in enumerate(targets):
+        ys = [accuracy[t][s] for s in seeds]
+        ax.plot(np.full(len(ys), x[i]), ys, 'o', color=colours[t], ms=4,
+                alpha=0.85, zorder=3)
+        ax.plot([x[i] - 0.18, x[i] + 0.18], [np.mean(ys)] * 2, 'k-', lw=2,
+                zorder=4)
+    ax.set_xticks(x, targets, fontsize=8)
+    ax.set_xlim(-0.5, len(targets) - 0.5)
+    ax.set_ylabel('held-out top-1 (%)', fontsize=8)
+
+
+def _curve_bands(ax, curves: Dict[str, tuple],
+                 colours: Dict[str, str]) -> None:
+    """Mean over seeds and a band of +-1 standard deviation."""
+    for t, (epochs, acc) in curves.items():
+        acc = np.asarray(acc, dtype=float)
+        mean = acc.mean(0)
+        std = acc.std(0, ddof=1) if len(acc) > 1 else np.zeros_like(mean)
+        ax.plot(epochs, mean, '-', color=colours[t], lw=1.5,
+                label=f'{t} (n={len(acc)})')
+        ax.fill_between(epochs, mean - std, mean + std, color=colours[t],
+                        alpha=0.18, lw=0)
+    ax.set_xlabel('epoch', fontsize=8)
+    ax.set_ylabel('validation top-1 (%)', fontsize=8)
+    ax.legend(fontsize=7, loc='lower right')
+
+
+def seed_comparison(accuracy: Dict[str, Dict[str, Dict[int, float]]],
+                    curves: Dict[str, Dict[str, tuple]],
+                    path: str,
+                    titles: Optional[Dict[str, str]] = None,
+                    dpi: int = 100) -> str:
+    """The main job's picture: one column per model; on top, each seed's
+    final accuracy under each target as paired dots joined by lines; below,
+    validation accuracy over epochs, mean and +-1 std band over seeds.
+
+    Args:
+        accuracy: ``{model: {target: {seed: top-1}}}``; targets in plotting
+            order (the first is the baseline).
+        curves: ``{model: {target: (epochs (E,), top-1 (n_seeds, E))}}``.
+        path (str): the PNG to write.
+        titles: ``{model: title}`` of the top panels (default: the model).
+    """
+    plt = _pyplot()
+    models = list(accuracy)
+    targets = list(dict.fromkeys(t for m in models for t in accuracy[m]))
+    colours = _target_colours(targets)
+    fig, axes = plt.subplots(2, len(models), squeeze=False,
+                             figsize=(3.6 * len(models), 6.0))
+    for j, model in enumerate(models):
+        _paired_dots(axes[0, j], accuracy[model], colours)
+        axes[0, j].set_title((titles or {}).get(model, model), fontsize=9)
+        if model in curves:
+            _curve_bands(axes[1, j], curves[model], colours)
+        axes[1, j].set_title(f'{model}: validation over training',
+                             fontsize=9)
+        for ax in axes[:, j]:
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3, lw=0.5)
+    return _save(fig, path, dpi=dpi)

@@ -1,9 +1,19 @@
-"""Training-loop pieces for mmengine runs (hooks in the
-``tlalign_mm.engine`` registry scope: configs name them with
-``_scope_='tlalign_mm.engine'``)."""
+"""Training-loop pieces for mmengine runs.
+
+Hooks for any OpenMMLab run (resumable runs, strict loads, compile) are in
+the ``tlalign_mm.engine`` registry scope (configs name them with
+``_scope_='tlalign_mm.engine'``); the mmpretrain-only pieces
+(``LabelDriftHook``, ``MergedParamGroupsConstructor``) are in mmpretrain's
+registries.
+"""
 from .atomic_backend import AtomicLocalBackend, atomic_write
 from .checkpoint_files import find_resume_checkpoint, write_last_checkpoint
+from .label_drift_hook import LabelDriftHook
 from .last_checkpoint_hook import LastCheckpointHook
+from .merged_param_groups import (
+    MergedParamGroupsConstructor,
+    merge_param_groups,
+)
 from .plain_param_groups import PlainParamGroupsHook
 from .registry import HOOKS, SCOPE
 from .rng_state import capture_rng, restore_rng
@@ -19,9 +29,10 @@ from .tool_defaults import add_checkpoint_safety_hooks
 
 __all__ = [
     'HOOKS', 'SCOPE', 'AtomicLocalBackend', 'CheckpointMismatchError',
-    'FastForward', 'LastCheckpointHook', 'PlainParamGroupsHook',
-    'SafeResumeHook', 'SkipSampler',
-    'StrictLoadHook', 'add_checkpoint_safety_hooks', 'atomic_write',
-    'capture_rng', 'check_resumable', 'check_state_dict',
-    'find_resume_checkpoint', 'restore_rng', 'write_last_checkpoint'
+    'FastForward', 'LabelDriftHook', 'LastCheckpointHook',
+    'MergedParamGroupsConstructor', 'PlainParamGroupsHook', 'SafeResumeHook',
+    'SkipSampler', 'StrictLoadHook', 'add_checkpoint_safety_hooks',
+    'atomic_write', 'capture_rng', 'check_resumable', 'check_state_dict',
+    'find_resume_checkpoint', 'merge_param_groups', 'restore_rng',
+    'write_last_checkpoint'
 ]

@@ -71,6 +71,12 @@ class TLAlignClassifier(ImageClassifier):
             is) or ``'fractional'`` (by the share of its pixels), see
             :func:`~tlalign_mm.models.transmix.transmix_target`.
         **kwargs: as :class:`mmpretrain.models.ImageClassifier`.
+
+    Attributes:
+        last_label_weights (tuple[Tensor, Tensor]): after a training step
+            with the ``'tlalign'`` or ``'transmix'`` target, that batch's
+            target and area (CutMix) label as ``(B, S)`` source weights,
+            detached, on the model's device.
     """
 
     def __init__(self,
@@ -132,6 +138,10 @@ class TLAlignClassifier(ImageClassifier):
         else:
             traced = traced_forward(self.backbone, inputs, pixel_weights,
                                     cls_weights)
+        # The batch's (aligned, area) (B, S) source weights, detached and
+        # left on the device, for monitoring (LabelDriftHook).
+        self.last_label_weights = (traced.weights.detach(),
+                                   cls_weights.detach())
         feats = self.neck(traced.feats) if self.with_neck else traced.feats
         for sample, score in zip(data_samples, traced.expand(targets)):
             sample.set_gt_score(score)

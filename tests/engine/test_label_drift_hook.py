@@ -1,0 +1,147 @@
+"""LabelDriftHook: the epoch's numbers by hand, no host sync per step, and
+on real short runs: values logged with TL-Align, nothing with CutMix."""
+import json
+import math
+import os
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.logging import MMLogger
+from mmengine.runner import Runner
+from mmpretrain.registry import HOOKS
+from torch.overrides import TorchFunctionMode
+
+import tlalign_mm  # noqa: F401  (registers the hook)
+from tlalign_mm.engine import LabelDriftHook
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+
+def H(*p):
+    return -sum(x * math.log(x) for x in p if x > 0)
+
+
+class Visualizer:
+    def __init__(self):
+        self.calls = []
+
+    def add_scalars(self, scalars, step):
+        self.calls.append((dict(scalars), step))
+
+
+class FakeRunner:
+    def __init__(self):
+        self.model = torch.nn.Module()
+        self.epoch = 4
+        self.logger = MMLogger.get_instance('test_label_drift_hook')
+        self.visualizer = Visualizer()
+
+
+def step(hook, runner, target, area):
+    runner.model.last_label_weights = (torch.tensor(target),
+                                       torch.tensor(area))
+    hook.after_train_iter(runner, 0)
+
+
+def test_built_from_config_and_epoch_means_by_hand():
+    hook = HOOKS.build(dict(type='LabelDriftHook'))
+    assert isinstance(hook, LabelDriftHook)
+    runner = FakeRunner()
+    hook.before_train_epoch(runner)
+    # batch 1: |diff| 0.3 and 0.2; sample 0 flips (0 vs 1), sample 1 not
+    step(hook, runner, [[0.7, 0.3], [0.4, 0.6]], [[0.4, 0.6], [0.2, 0.8]])
+    # batch 2, one sample: |diff| 0.55, flips (0 vs 1)
+    step(hook, runner, [[1.0, 0.0]], [[0.45, 0.55]])
+    # a step that exposes nothing new counts nothing
+    hook.after_train_iter(runner, 2)
+    hook.after_train_epoch(runner)
+    [(scalars, step_)] = runner.visualizer.calls
+    assert step_ == 5 and scalars['epoch'] == 5
+    assert scalars['label_drift/abs_diff'] == pytest.approx(
+        (0.3 + 0.2 + 0.55) / 3)
+    assert scalars['label_drift/entropy'] == pytest.approx(
+        (H(0.7, 0.3) + H(0.4, 0.6) + H(1.0, 0.0)) / 3)
+    assert scalars['label_drift/entropy_area'] == pytest.approx(
+        (H(0.4, 0.6) + H(0.2, 0.8) + H(0.45, 0.55)) / 3)
+    assert scalars['label_drift/flip_rate'] == pytest.approx(2 / 3)
+    # the next epoch starts from zero; an epoch without weights logs nothing
+    hook.before_train_epoch(runner)
+    hook.after_train_epoch(runner)
+    assert len(runner.visualizer.calls) == 1
+
+
+class SyncCounter(TorchFunctionMode):
+    """Counts calls that read a tensor back to the host."""
+    SYNCS = {torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__bool__,
+             torch.Tensor.__float__, torch.Tensor.__int__,
+             torch.Tensor.numpy, torch.Tensor.cpu, torch.allclose,
+             torch.Tensor.nonzero, torch.nonzero}
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.SYNCS:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_no_read_back_per_step_one_per_epoch():
+    hook, runner = LabelDriftHook(), FakeRunner()
+    hook.before_train_epoch(runner)
+    with SyncCounter() as counter:
+        for _ in range(3):
+            step(hook, runner, [[0.7, 0.3]], [[0.4, 0.6]])
+    assert counter.count == 0
+    with SyncCounter() as counter:
+        hook.after_train_epoch(runner)
+    assert counter.count == 1
+
+
+def short_run(tmp_path, config, name):
+    cfg = Config.fromfile(osp.join(ROOT, 'configs', 'demo', config))
+    cfg.merge_from_dict({
+        'train_dataloader.dataset.indices': 32,
+        'train_dataloader.batch_size': 16,
+        'val_dataloader.dataset.indices': 16,
+        # 6 epochs: the config's 3 warm-up epochs, then a 3-epoch cosine
+        'train_cfg.max_epochs': 6,
+        'default_hooks.logger.interval': 1,
+    })
+    cfg.work_dir = str(tmp_path / name)
+    cfg.experiment_name = name
+    cfg.log_level = 'WARNING'
+    Runner.from_cfg(cfg).train()
+    stamp = [d for d in os.listdir(cfg.work_dir)
+             if osp.isdir(osp.join(cfg.work_dir, d))][0]
+    with open(osp.join(cfg.work_dir, stamp, 'vis_data',
+                       'scalars.json')) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.e2e
+def test_logs_on_tlalign_and_nothing_on_cutmix(tmp_path):
+    records = short_run(tmp_path, 'vit-tiny-p4_digits_tlalign.py', 'tl')
+    drift = [r for r in records if 'label_drift/abs_diff' in r]
+    assert [r['step'] for r in drift] == [1, 2, 3, 4, 5, 6]
+    for r in drift:
+        assert 0 <= r['label_drift/abs_diff'] <= 1
+        assert 0 <= r['label_drift/entropy'] <= math.log(2) + 1e-6
+        assert 0 <= r['label_drift/flip_rate'] <= 1
+    # at initialisation attention is near uniform: the aligned label is
+    # close to the area label, and it has moved by the end
+    assert drift[0]['label_drift/abs_diff'] < 0.01
+    assert drift[-1]['label_drift/abs_diff'] > 0
+
+    # The cosine ends at max_epochs (6), not after the 27 epochs the
+    # 30-epoch recipe gives it: in the last epoch (cosine step 2 of 3) the
+    # lr is 1e-5 + (1e-3 - 1e-5) * (1 + cos(2 pi / 3)) / 2 = 2.575e-4.
+    last = [r for r in records if 'lr' in r][-1]
+    assert last['lr'] == pytest.approx(2.575e-4, rel=1e-6)
+
+    records = short_run(tmp_path, 'vit-tiny-p4_digits_cutmix.py', 'cm')
+    assert any('loss' in r for r in records)
+    assert not any(k.startswith('label_drift') for r in records for k in r)

@@ -1,0 +1,138 @@
+"""Paired comparison of two training targets over seeds (the main job's
+statistics).
+
+Runs with the same seed share the initial weights, the data order and the
+mixing draws: only the target differs. The per-seed difference
+``treatment - baseline`` therefore removes the seed-to-seed spread both
+targets share, and a paired interval is the honest one.
+
+- mean and sample standard deviation (``ddof=1``) of each target;
+- the paired difference: its mean, standard deviation and a two-sided
+  Student-t confidence interval, ``mean +- t_{(1+c)/2, n-1} * sd / sqrt(n)``
+  (scipy's t quantile), with the paired t-test's two-sided p-value; it
+  assumes roughly normal differences, which a handful of seeds cannot
+  check, so the win/loss/tie counts are given beside it;
+- wins, losses and ties: seeds where the treatment is higher, lower, or
+  equal (within ``tie_tol``).
+"""
+import math
+from typing import Iterable, Mapping, NamedTuple, Sequence, Tuple
+
+import numpy as np
+
+
+class Spread(NamedTuple):
+    """Mean and sample standard deviation (``nan`` for one value)."""
+    mean: float
+    std: float
+    n: int
+
+
+class PairedDifference(NamedTuple):
+    """``treatment - baseline`` over the seeds both have.
+
+    Attributes:
+        seeds (tuple[int]): the paired seeds, sorted.
+        baseline, treatment (Spread): each target's accuracy.
+        diffs (tuple[float]): per seed, in ``seeds`` order.
+        mean, std (float): of ``diffs`` (``std`` with ``ddof=1``).
+        ci (tuple[float, float]): the paired-t interval of the mean
+            difference (``nan`` with fewer than two seeds).
+        confidence (float): its level.
+        p_value (float): two-sided paired t-test of a zero mean difference.
+        wins, losses, ties (int): seeds where the treatment is higher,
+            lower, equal within ``tie_tol``.
+    """
+    seeds: Tuple[int, ...]
+    baseline: Spread
+    treatment: Spread
+    diffs: Tuple[float, ...]
+    mean: float
+    std: float
+    ci: Tuple[float, float]
+    confidence: float
+    p_value: float
+    wins: int
+    losses: int
+    ties: int
+
+    def to_dict(self) -> dict:
+        out = self._asdict()
+        out['baseline'] = self.baseline._asdict()
+        out['treatment'] = self.treatment._asdict()
+        out['ci'] = list(self.ci)
+        out['seeds'] = list(self.seeds)
+        out['diffs'] = list(self.diffs)
+        return out
+
+
+def spread(values: Iterable[float]) -> Spread:
+    """Mean and sample standard deviation of ``values``."""
+    values = np.asarray(list(values), dtype=np.float64)
+    if values.size == 0:
+        raise ValueError('spread() needs at least one value.')
+    std = float(values.std(ddof=1)) if values.size > 1 else math.nan
+    return Spread(float(values.mean()), std, int(values.size))
+
+
+def t_interval(diffs: Sequence[float],
+               confidence: float = 0.95) -> Tuple[float, float, float]:
+    """``(low, high, p_value)``: the Student-t interval of the mean of
+    ``diffs`` and the two-sided p-value of a zero mean."""
+    from scipy import stats
+    if not 0 < confidence < 1:
+        raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+    diffs = np.asarray(diffs, dtype=np.float64)
+    n = diffs.size
+    if n < 2:
+        return math.nan, math.nan, math.nan
+    mean = diffs.mean()
+    se = diffs.std(ddof=1) / math.sqrt(n)
+    half = stats.t.ppf((1 + confidence) / 2, n - 1) * se
+    if se == 0:
+        p_value = 1.0 if mean == 0 else 0.0
+    else:
+        p_value = 2 * stats.t.sf(abs(mean) / se, n - 1)
+    return float(mean - half), float(mean + half), float(p_value)
+
+
+def paired_difference(baseline: Mapping[int, float],
+                      treatment: Mapping[int, float],
+                      confidence: float = 0.95,
+                      tie_tol: float = 1e-6) -> PairedDifference:
+    """Compare two targets run on the same seeds.
+
+    Args:
+        baseline (Mapping[int, float]): seed -> accuracy (e.g. CutMix).
+        treatment (Mapping[int, float]): seed -> accuracy (e.g. TL-Align).
+        confidence (float): level of the interval. Defaults to 0.95.
+        tie_tol (float): differences within it are ties. Defaults to 1e-6
+            (accuracies on a fixed test set take discrete values; equal
+            counts of correct images give equal floats).
+    """
+    if set(baseline) != set(treatment):
+        raise ValueError(
+            'Paired statistics need the same seeds for both targets; only '
+            f'baseline has {sorted(set(baseline) - set(treatment))}, only '
+            f'treatment has {sorted(set(treatment) - set(baseline))}. Run '
+            'the missing seeds or leave them out of both.')
+    if not baseline:
+        raise ValueError('No seeds to compare.')
+    seeds = tuple(sorted(baseline))
+    diffs = np.array([treatment[s] - baseline[s] for s in seeds],
+                     dtype=np.float64)
+    low, high, p_value = t_interval(diffs, confidence)
+    d = spread(diffs)
+    return PairedDifference(
+        seeds=seeds,
+        baseline=spread([baseline[s] for s in seeds]),
+        treatment=spread([treatment[s] for s in seeds]),
+        diffs=tuple(float(x) for x in diffs),
+        mean=d.mean,
+        std=d.std,
+        ci=(low, high),
+        confidence=confidence,
+        p_value=p_value,
+        wins=int((diffs > tie_tol).sum()),
+        losses=int((diffs < -tie_tol).sum()),
+        ties=int((np.abs(diffs) <= tie_tol).sum()))
