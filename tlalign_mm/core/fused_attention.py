@@ -79,7 +79,8 @@ def _explicit(query: torch.Tensor, key: torch.Tensor, labels: torch.Tensor,
         if attn_mask is not None:
             logits = logits.masked_fill(~attn_mask, float('-inf')) \
                 if attn_mask.dtype == torch.bool else logits + attn_mask
-        return torch.matmul(logits.softmax(-1).mean(1), labels.float())
+        # (B, N, M) @ (B, M, S): a plain bmm, no broadcasting views.
+        return torch.bmm(logits.softmax(-1).mean(1), labels.float())
 
 
 def _ride_along(attn_fn: Callable, query: torch.Tensor, key: torch.Tensor,
