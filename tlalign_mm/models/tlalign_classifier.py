@@ -138,10 +138,10 @@ class TLAlignClassifier(ImageClassifier):
         else:
             traced = traced_forward(self.backbone, inputs, pixel_weights,
                                     cls_weights)
-        # The batch's (aligned, area) (B, S) source weights, detached and
-        # left on the device, for monitoring (LabelDriftHook).
-        self.last_label_weights = (traced.weights.detach(),
-                                   cls_weights.detach())
+        # The batch's (aligned, area) (B, S) source weights, left on the
+        # device, for monitoring (LabelDriftHook). Neither carries a
+        # gradient (labels are computed without one), so nothing to detach.
+        self.last_label_weights = (traced.weights, cls_weights)
         feats = self.neck(traced.feats) if self.with_neck else traced.feats
         for sample, score in zip(data_samples, traced.expand(targets)):
             sample.set_gt_score(score)
