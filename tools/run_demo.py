@@ -275,6 +275,13 @@ def run_job(job: Job) -> dict:
             _train(job)
             train_s = time.time() - start
             record = dict(job._asdict(), train_s=train_s)
+            # how to repeat this run bit for bit: same thread count
+            record['threads'] = torch.get_num_threads()
+            record['command'] = ' '.join(
+                [f'OMP_NUM_THREADS={record["threads"]}', 'python',
+                 'tools/train.py', osp.relpath(job.config, ROOT),
+                 '--work-dir', job.work_dir, '--cfg-options',
+                 *job.options])
             record.update(curves(read_scalars(job.work_dir)))
             record['top1'] = record['val_top1'][-1]
             record['checkpoint'] = final_checkpoint(job.work_dir)

@@ -3,6 +3,7 @@ the data): the summary files and the picture, and that a run is
 deterministic (same seed, bit-identical weights) whether it ran in the
 job's forked worker or alone through tools/train.py."""
 import json
+import os
 import os.path as osp
 import subprocess
 import sys
@@ -19,9 +20,9 @@ SMALL = ['train_dataloader.dataset.indices=128',
          'test_dataloader.dataset.indices=64']
 
 
-def run(args, timeout=900):
+def run(args, timeout=900, env=None):
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 
@@ -90,8 +91,14 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
     with open(osp.join(work, 'vit_tl-align_seed1', 'run.json')) as f:
         record = json.load(f)
     alone = str(tmp_path / 'alone')
+    # bit-identical needs the same thread count (a product's reduction order
+    # depends on it); the record says which, and how to repeat the run
+    assert record['threads'] == 1
+    assert record['command'].startswith(
+        'OMP_NUM_THREADS=1 python tools/train.py configs/demo/')
+    env = dict(os.environ, OMP_NUM_THREADS=str(record['threads']))
     run([sys.executable, 'tools/train.py', record['config'], '--work-dir',
-         alone, '--cfg-options', *record['options']])
+         alone, '--cfg-options', *record['options']], env=env)
     ours = torch.load(record['checkpoint'], weights_only=True)['state_dict']
     theirs = torch.load(osp.join(alone, 'epoch_2.pth'),
                         weights_only=True)['state_dict']
@@ -102,7 +109,6 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
 
 def load_run_demo(monkeypatch):
     import importlib.util
-    import os
 
     # the module pins its thread count in the environment; put it back after
     for name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
