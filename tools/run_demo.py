@@ -37,6 +37,7 @@ import os.path as osp  # noqa: E402
 import platform  # noqa: E402
 import queue as queue_lib  # noqa: E402
 import resource  # noqa: E402
+import shlex  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
@@ -277,11 +278,10 @@ def run_job(job: Job) -> dict:
             record = dict(job._asdict(), train_s=train_s)
             # how to repeat this run bit for bit: same thread count
             record['threads'] = torch.get_num_threads()
-            record['command'] = ' '.join(
-                [f'OMP_NUM_THREADS={record["threads"]}', 'python',
-                 'tools/train.py', osp.relpath(job.config, ROOT),
-                 '--work-dir', job.work_dir, '--cfg-options',
-                 *job.options])
+            record['command'] = f'OMP_NUM_THREADS={record["threads"]} ' + \
+                shlex.join(['python', 'tools/train.py',
+                            osp.relpath(job.config, ROOT), '--work-dir',
+                            job.work_dir, '--cfg-options', *job.options])
             record.update(curves(read_scalars(job.work_dir)))
             record['top1'] = record['val_top1'][-1]
             record['checkpoint'] = final_checkpoint(job.work_dir)
