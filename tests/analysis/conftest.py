@@ -1,12 +1,12 @@
 """Shared fixtures of the analysis-tool tests: the digits demo's tiny ViT
 (with sharpened attention, so alignment moves labels), a tiny Swin on the
 same data, and an in-process runner for the scripts in tools/analysis/."""
-import importlib.util
 import os.path as osp
 
 import pytest
 import torch
 
+from tests.tool_scripts import load_tool
 from tlalign_mm.analysis.session import (
     build_dataloader,
     build_model,
@@ -75,14 +75,6 @@ def setups(tmp_path_factory):
                 swin=Setup(str(swin_config), root / 'swin.pth'))
 
 
-def load_tool(name):
-    path = osp.join(ROOT, 'tools', 'analysis', f'{name}.py')
-    spec = importlib.util.spec_from_file_location(f'analysis_{name}', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope='session')
 def run_tool():
     """``run_tool(name, argv)``: ``tools/analysis/<name>.py``'s ``main``."""
@@ -90,7 +82,7 @@ def run_tool():
 
     def run(name, argv):
         if name not in cache:
-            cache[name] = load_tool(name)
+            cache[name] = load_tool(f'analysis/{name}.py')
         return cache[name].main([str(a) for a in argv])
 
     return run

@@ -5,7 +5,6 @@ does not raise it, and tools/robustness/autoattack.py writes its JSON.
 The attacks are pyautoattack's; here they run on few, tiny images, and,
 where the ``standard`` version would run every attack to its end (eps 0:
 nothing is ever fooled), as ``custom`` with APGD-CE only."""
-import importlib.util
 import json
 import logging
 import math
@@ -32,9 +31,9 @@ from tlalign_mm.downstream.autoattack import (
     wilson_interval,
 )
 
+from ..tool_scripts import load_tool
 from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint, shrink
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 # with eps 0 nothing is ever fooled, so every attack runs to its end: the
 # eps-0 runs use the cheapest one
@@ -269,18 +268,10 @@ def tiny_imagenet_run(tmp_path_factory):
     return config, ckpt, tmp
 
 
-def load_tool():
-    path = osp.join(ROOT, 'tools', 'robustness', 'autoattack.py')
-    spec = importlib.util.spec_from_file_location('autoattack_tool', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.e2e
 def test_tool_writes_the_json(tiny_imagenet_run):
     config, ckpt, tmp = tiny_imagenet_run
-    tool = load_tool()
+    tool = load_tool('robustness/autoattack.py')
     work = tmp / 'aa_work'
     common = [config, ckpt, '--device', 'cpu', '--work-dir', str(work),
               '--num-images', '4', '--seed', '1']
@@ -307,7 +298,7 @@ def test_tool_writes_the_json(tiny_imagenet_run):
 
 def test_tool_refuses_bad_options(capsys):
     config, ckpt = PRETRAIN, 'epoch_300.pth'  # parsed, not opened
-    tool = load_tool()
+    tool = load_tool('robustness/autoattack.py')
     with pytest.raises(SystemExit):
         tool.parse_args([config, ckpt])  # --eps is required
     assert '--eps' in capsys.readouterr().err

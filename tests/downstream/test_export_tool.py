@@ -1,20 +1,10 @@
 """tools/export_backbone.py refuses to write over its input."""
-import importlib.util
 import os
-import os.path as osp
 
 import pytest
 import torch
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location(
-        'export_backbone_tool', osp.join(ROOT, 'tools', 'export_backbone.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.tool_scripts import load_tool
 
 
 @pytest.mark.parametrize('how', ['same', 'relative', 'symlink', 'hardlink'])
@@ -35,7 +25,7 @@ def test_refuses_to_overwrite_the_checkpoint(tmp_path, monkeypatch, capsys,
         out = str(tmp_path / 'hard.pth')
         os.link(ckpt, out)
     with pytest.raises(SystemExit) as exit_info:
-        _tool().main([str(ckpt), out])
+        load_tool('export_backbone.py').main([str(ckpt), out])
     assert exit_info.value.code == 2
     message = capsys.readouterr().err
     assert 'is the input checkpoint' in message

@@ -12,7 +12,6 @@ with ``--check``) instead of the Runner checkpoint.
 
 CIFAR test data cannot have the official md5 sums: its datasets get
 ``verify_md5=False``, the one override beyond the list above."""
-import importlib.util
 import os.path as osp
 
 import pytest
@@ -27,13 +26,13 @@ from tests.downstream.datasets import (
     write_stanford_cars,
 )
 from tests.downstream.tiny import (
-    ROOT,
     TINY_VIT,
     config_path,
     dump,
     make_pretrain_checkpoint,
     shrink,
 )
+from tests.tool_scripts import export_cli
 
 PRETRAIN = config_path('tlalign', 'deit-small_4xb256_in1k_tlalign.py')
 CASES = {
@@ -42,18 +41,6 @@ CASES = {
     'flowers102': (write_flowers102, 2),  # train+val: 4 images
     'stanford-cars': (write_stanford_cars, 2),  # train: 4 images
 }
-
-
-def export_cli(argv, capsys) -> str:
-    """tools/export_backbone.py's main, in this process (saves a Python
-    start-up with all of OpenMMLab's imports)."""
-    spec = importlib.util.spec_from_file_location(
-        'export_backbone', osp.join(ROOT, 'tools', 'export_backbone.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    capsys.readouterr()
-    module.main(argv)
-    return capsys.readouterr().out
 
 
 def tiny_transfer(cfg: Config, checkpoint: str, batch_size: int) -> Config:

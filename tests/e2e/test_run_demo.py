@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import tlalign_mm  # noqa: F401  (allow-lists mmengine checkpoint types)
+from tests.tool_scripts import load_tool
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SMALL = ['train_dataloader.dataset.indices=128',
@@ -108,19 +109,13 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
 
 
 def load_run_demo(monkeypatch):
-    import importlib.util
-
     # the module pins its thread count in the environment; put it back after
     for name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
         before = os.environ.get(name)
         monkeypatch.setenv(name, before or '')  # recorded: restored after
         if before is None:
             monkeypatch.delenv(name)
-    spec = importlib.util.spec_from_file_location(
-        'run_demo', osp.join(ROOT, 'tools', 'run_demo.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('run_demo.py')
 
 
 def test_epochs_scale_the_schedule_or_fail_clearly(monkeypatch):

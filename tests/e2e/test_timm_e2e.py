@@ -14,7 +14,6 @@ Changed for CPU time, as in the downstream e2e tests
 iterations (batch 3), the warm-up in the first and the cosine decay in the
 second (the recipe's are 20 and 280 epochs).
 """
-import importlib.util
 import os
 import os.path as osp
 
@@ -27,7 +26,8 @@ from PIL import Image
 
 import tlalign_mm  # noqa: F401  (registers; allow-lists checkpoints)
 from tests.downstream import e2e
-from tests.downstream.tiny import ROOT, config_path, dump, shrink
+from tests.downstream.tiny import config_path, dump, shrink
+from tests.tool_scripts import export_cli
 
 CONFIG = config_path('tlalign', 'deit-small-timm_4xb256_in1k_tlalign.py')
 TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2)
@@ -52,17 +52,6 @@ def write_imagenet(root, num_classes=3, per_class=dict(train=2, val=1)):
         with open(osp.join(root, 'meta', f'{split}.txt'), 'w') as f:
             f.writelines(lines)
     return root
-
-
-def export_cli(argv, capsys) -> str:
-    """``tools/export_backbone.py``'s main, in this process."""
-    spec = importlib.util.spec_from_file_location(
-        'export_backbone', osp.join(ROOT, 'tools', 'export_backbone.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    capsys.readouterr()
-    module.main(argv)
-    return capsys.readouterr().out
 
 
 @pytest.mark.e2e
