@@ -61,7 +61,9 @@ class LabelDriftHook(Hook):
             -torch.special.xlogy(target, target).sum(),
             -torch.special.xlogy(area, area).sum(),
             (target.argmax(1) != area.argmax(1)).sum().float(),
-            target.new_tensor(float(len(target))),
+            # filled on the device (new_tensor would copy from the host,
+            # which waits for the GPU)
+            target.new_full((), float(len(target))),
         ])
         self._sums = sums if self._sums is None else self._sums + sums
 
