@@ -230,3 +230,19 @@ def test_a_differently_named_loader_would_be_undone(vit_ckpt):
     undone = sorted(k for k in sd if not torch.equal(got[k], sd[k]))
     assert 'pos_embed' in undone and 'layers.0.ffn.layers.0.0.weight' in \
         undone
+
+
+def test_a_hint_only_adds_to_the_missing_file_error(tmp_path, monkeypatch,
+                                                     vit_ckpt):
+    """With a ``hint``, a missing checkpoint says how to make it, and a
+    ``~`` path that exists still loads (the loader expands it)."""
+    path, sd = vit_ckpt
+    monkeypatch.setenv('HOME', str(tmp_path))
+    home_path = '~/' + path[len(str(tmp_path)) + 1:]
+    target = build(VIT)
+    StrictPretrainedInit(checkpoint=home_path, hint='run X first')(target)
+    torch.testing.assert_close(target.state_dict()['cls_token'],
+                               sd['cls_token'], rtol=0, atol=0)
+    with pytest.raises(BackboneLoadError, match='does not exist. run X'):
+        StrictPretrainedInit(checkpoint='~/absent.pth',
+                             hint='run X first')(target)

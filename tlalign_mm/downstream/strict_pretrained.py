@@ -41,7 +41,6 @@ ViT position-embedding resize):
 """
 import fnmatch
 import logging
-import os.path as osp
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
@@ -253,14 +252,20 @@ class StrictPretrainedInit:
         self.hint = hint
 
     def __call__(self, module: nn.Module) -> None:
-        if self.hint and '://' not in str(self.checkpoint) and \
-                not osp.exists(str(self.checkpoint)):
+        source = f'{self.checkpoint!r} (prefix {self.prefix!r})'
+        try:
+            state_dict = load_backbone_state_dict(self.checkpoint,
+                                                  self.prefix,
+                                                  self.map_location)
+        except FileNotFoundError as error:
+            # The loader decides what is a missing file (it expands ~, and
+            # leaves URLs to their backends); the config's hint says how to
+            # make it.
+            if not self.hint:
+                raise
             raise BackboneLoadError(
                 f'Pretrained checkpoint {self.checkpoint!r} does not exist. '
-                f'{self.hint}')
-        source = f'{self.checkpoint!r} (prefix {self.prefix!r})'
-        state_dict = load_backbone_state_dict(self.checkpoint, self.prefix,
-                                              self.map_location)
+                f'{self.hint}') from error
         missing, unexpected, resized = load_strict(
             module, state_dict, self.allow_missing, self.allow_unexpected,
             source)
