@@ -127,6 +127,10 @@ def test_bad_inputs_get_clear_errors():
         align_labels(vit, images, pw[..., :16], targets)
     with pytest.raises(ValueError, match=r'targets must be \(B, S, C\)'):
         align_labels(vit, images, pw, targets[:, :1])
+    with pytest.raises(ValueError, match=r'cls_weights must be \(B, S\)'):
+        align_labels(vit, images, pw, targets, torch.full((2, 3), 1 / 3))
+    with pytest.raises(ValueError, match='cls_weights .* sum to 1'):
+        align_labels(vit, images, pw, targets, torch.ones(2, 2))
     vit.out_type = 'featmap'
     with pytest.raises(ValueError, match='out_type'):
         align_labels(vit, images, pw, targets)

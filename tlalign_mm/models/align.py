@@ -4,7 +4,7 @@ from typing import List, Optional, Tuple, Union
 import torch
 import torch.nn as nn
 
-from .traced_forward import traced_forward
+from .traced_forward import check_mix_shapes, traced_forward
 from .tracers import get_tracer
 
 
@@ -24,11 +24,12 @@ def _check_distributions(name: str, x: torch.Tensor, dim: int) -> None:
 
 def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
                        pixel_weights: torch.Tensor, targets: torch.Tensor,
-                       cls_weights: Optional[torch.Tensor]) -> None:
+                       cls_weights: Optional[torch.Tensor]) -> torch.Tensor:
     """Every check of user-given inputs, before the forward: shapes, image
     channels, and the values of the mixing record and targets (these read
     tensor values, so they make a GPU wait; the training step, whose
-    records the batch augments make, checks shapes only)."""
+    records the batch augments make, checks shapes only). Returns
+    ``cls_weights``, the area shares where not given."""
     if images.dim() != 4:
         raise ValueError(f'images must be (B, C, H, W), got '
                          f'{images.dim()}-D {tuple(images.shape)}.')
@@ -37,9 +38,9 @@ def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
         raise ValueError(
             f'images have {images.shape[1]} channels but the backbone\'s '
             f'patch embedding takes {channels}.')
-    if pixel_weights.dim() != 4:
-        raise ValueError('pixel_weights must be (B, S, H, W), got shape '
-                         f'{tuple(pixel_weights.shape)}.')
+    # the shapes the training step checks too (pixel_weights, cls_weights)
+    given = cls_weights is not None
+    cls_weights = check_mix_shapes(images, pixel_weights, cls_weights)
     if targets.dim() != 3 or targets.shape[:2] != pixel_weights.shape[:2]:
         raise ValueError(
             f'targets must be (B, S, C) with (B, S) = '
@@ -49,14 +50,10 @@ def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
                          'source)', pixel_weights.detach().float(), 1)
     _check_distributions('targets (each source\'s label distribution)',
                          targets.detach().float(), -1)
-    if cls_weights is not None:
-        if tuple(cls_weights.shape) != tuple(pixel_weights.shape[:2]):
-            raise ValueError(
-                f'cls_weights must be (B, S) = '
-                f'{tuple(pixel_weights.shape[:2])}, got '
-                f'{tuple(cls_weights.shape)}.')
+    if given:
         _check_distributions('cls_weights (the class token\'s share of each '
-                             'source)', cls_weights.detach().float(), 1)
+                             'source)', cls_weights, 1)
+    return cls_weights
 
 
 @torch.no_grad()
@@ -94,7 +91,8 @@ def align_labels(
         from (the class token, or the mean over tokens for pooled models);
         with ``return_token_labels``, a tuple ``(labels, token_labels)``.
     """
-    check_align_inputs(backbone, images, pixel_weights, targets, cls_weights)
+    cls_weights = check_align_inputs(backbone, images, pixel_weights,
+                                     targets, cls_weights)
     traced = traced_forward(backbone, images, pixel_weights, cls_weights,
                             keep_history=return_token_labels)
     labels = traced.expand(targets)
