@@ -13,7 +13,7 @@ work dir it is in, and falls back to the newest intact checkpoint there.
 """
 import os
 import os.path as osp
-from typing import List, NamedTuple, Optional
+from typing import List, Mapping, NamedTuple, Optional
 
 from mmengine.logging import print_log
 
@@ -42,6 +42,13 @@ class Candidate(NamedTuple):
     problem: Optional[str]
 
 
+def has_progress(meta) -> bool:
+    """Whether a checkpoint's ``meta`` says where its run was: integer
+    ``epoch`` and ``iter``, as a Runner checkpoint's."""
+    return isinstance(meta, Mapping) and all(
+        isinstance(meta.get(k), int) for k in ('epoch', 'iter'))
+
+
 def read_progress(path: str) -> Candidate:
     """``meta['iter']``/``meta['epoch']`` of ``path``, read weights-only
     with the tensors memory-mapped (cheap for any size); a file that does
@@ -51,8 +58,7 @@ def read_progress(path: str) -> Candidate:
     except (CheckpointFileError, UnsafeCheckpointError, OSError) as error:
         return Candidate(path, None, None, str(error).split('. ')[0])
     meta = ckpt.get('meta') if isinstance(ckpt, dict) else None
-    if not (isinstance(meta, dict) and isinstance(meta.get('iter'), int)
-            and isinstance(meta.get('epoch'), int)):
+    if not has_progress(meta):
         return Candidate(path, None, None, 'no meta iter/epoch (not a '
                          'Runner checkpoint)')
     return Candidate(path, meta['iter'], meta['epoch'], None)

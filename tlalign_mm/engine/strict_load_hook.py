@@ -18,6 +18,7 @@ import torch.nn as nn
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
+from .checkpoint_files import has_progress
 from .registry import HOOKS
 
 __all__ = ['CheckpointMismatchError', 'StrictLoadHook', 'check_resumable',
@@ -114,8 +115,7 @@ def check_resumable(checkpoint: Mapping, source: str) -> None:
         else None
     lacks = [k for k in ('meta', 'state_dict', 'message_hub')
              if not isinstance(checkpoint, Mapping) or k not in checkpoint]
-    if meta is not None and not (isinstance(meta, Mapping) and all(
-            isinstance(meta.get(k), int) for k in ('epoch', 'iter'))):
+    if meta is not None and not has_progress(meta):
         lacks.append("meta['epoch'] / meta['iter']")
     if lacks:
         raise CheckpointMismatchError(
