@@ -185,10 +185,7 @@ def label_shift(config: str, checkpoint: str, options=(), seed: int = 0,
 
     The one place the analysis API is called: adapt here when it changes.
     """
-    from tlalign_mm.analysis.label_rmse import (
-        RMSEMeter,
-        aligned_source_weights,
-    )
+    from tlalign_mm.analysis.label_rmse import label_rmse
     from tlalign_mm.analysis.mixed_batches import mixed_batches
     from tlalign_mm.analysis.session import (
         build_dataloader,
@@ -198,19 +195,11 @@ def label_shift(config: str, checkpoint: str, options=(), seed: int = 0,
     cfg = load_config(config, cfg_options(options))
     model = build_model(cfg, checkpoint)
     loader = build_dataloader(cfg, 'test')
-    meter, total_abs = RMSEMeter(), 0.
     with torch.no_grad():
-        for batch in mixed_batches(model, loader, 'cutmix', 1.0, seed,
-                                   num_images):
-            aligned = aligned_source_weights(
-                model.backbone, batch.mixed, batch.record.pixel_weights,
-                batch.record.cls_weights)
-            area = batch.record.cls_weights
-            total_abs += (aligned.double() - area.double()).abs().sum()
-            meter.update(aligned, area, batch.targets)
-    result = meter.result()
-    return dict(mean_abs=float(total_abs) / max(meter.num_entries, 1),
-                rmse=result['rmse'], num_images=result['num_images'])
+        result = label_rmse(model.backbone,
+                            mixed_batches(model, loader, 'cutmix', 1.0, seed,
+                                          num_images))
+    return {k: result[k] for k in ('mean_abs', 'rmse', 'num_images')}
 
 
 # --- one run, in a forked process ------------------------------------------

@@ -21,6 +21,7 @@ def test_meter_is_the_hand_computation():
     # Differences (0.1, -0.1) and (0, 0): 4 entries, 2 images.
     assert out['rmse'] == pytest.approx((0.02 / 4)**0.5)
     assert out['rmse_class'] == pytest.approx((0.02 / 2)**0.5)
+    assert out['mean_abs'] == pytest.approx(0.2 / 4)
     assert out['num_images'] == 2
 
 

@@ -6,7 +6,9 @@ of the label; expanding to classes is linear, ``weights @ targets``):
 - ``rmse``: ``sqrt(mean_{b,s} (w_aligned - w_area)^2)``; for two sources it
   is the root mean square change of ``lambda``, whatever the classes.
 - ``rmse_class``: ``sqrt(mean_b ||y_aligned - y_area||^2)`` in class space,
-  0 for pairs of one class.
+  0 for pairs of one class;
+- ``mean_abs``: ``mean_{b,s} |w_aligned - w_area|`` (for two sources, the
+  mean ``|lambda_aligned - lambda_area|``).
 """
 from typing import Dict, Iterable
 
@@ -29,10 +31,11 @@ def aligned_source_weights(backbone, images: torch.Tensor,
 
 
 class RMSEMeter:
-    """Accumulates the squared differences over batches."""
+    """Accumulates the squared (and absolute) differences over batches."""
 
     def __init__(self):
         self.sq_weights = 0.
+        self.abs_weights = 0.
         self.sq_class = 0.
         self.num_entries = 0
         self.num_images = 0
@@ -43,6 +46,7 @@ class RMSEMeter:
         ``(B, S, C)``."""
         diff = aligned.double() - area.double()
         self.sq_weights += diff.pow(2).sum().item()
+        self.abs_weights += diff.abs().sum().item()
         self.num_entries += diff.numel()
         class_diff = torch.einsum('bs,bsc->bc', diff, targets.double())
         self.sq_class += class_diff.pow(2).sum().item()
@@ -53,6 +57,7 @@ class RMSEMeter:
         return dict(
             rmse=(self.sq_weights / n)**0.5,
             rmse_class=(self.sq_class / max(self.num_images, 1))**0.5,
+            mean_abs=self.abs_weights / n,
             num_images=self.num_images)
 
 
