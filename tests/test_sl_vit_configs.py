@@ -274,3 +274,133 @@ def test_sl_epoch_is_three_passes(data, n):
     with DefaultScope.overwrite_default_scope('mmpretrain'):
         loader = Runner.build_dataloader(cfg.to_dict(), seed=0)
     assert len(loader) == 3 * n // 128 == {50000: 1171, 100000: 2343}[n]
+
+
+# ------------------------------------------------------ the models ---
+def _official_swin_params(img, patch, classes, spt, lsa):
+    """A hand count of SPT_LSA_ViT's SwinTransformer (models/swin.py,
+    create_model.py:33-42): embed 96, depths [2, 6, 4], heads [3, 6, 12],
+    window 4, MLP ratio 2."""
+    dims, depths, heads, window = [96, 192, 384], [2, 6, 4], [3, 6, 12], 4
+    if spt:  # SPT.py: LayerNorm(5 C p p), Linear(5 C p p, dim)
+        n = 2 * 15 * patch**2 + (15 * patch**2 + 1) * 96
+    else:  # PatchEmbed: Conv2d(3, 96, p) and its LayerNorm
+        n = (3 * patch**2 + 1) * 96 + 2 * 96
+    n += (img // patch)**2 * 96  # absolute_pos_embed, swin.py:500
+    for i, (d, depth, h) in enumerate(zip(dims, depths, heads)):
+        block = (2 * d                          # norm1
+                 + (2 * window - 1)**2 * h      # relative position table
+                 + 3 * d * d + 3 * d + d * d + d  # qkv, proj
+                 + (h if lsa else 0)            # LSA's temperature per head
+                 + 2 * d                        # norm2
+                 + 2 * d * d + 2 * d + 2 * d * d + d)  # Mlp, ratio 2
+        n += depth * block
+        if i < 2:
+            if spt:  # ShiftedPatchTokenization(d, 2d, 2)
+                n += 2 * 20 * d + (20 * d + 1) * 2 * d
+            else:  # PatchMerging: LayerNorm(4d), Linear(4d, 2d, no bias)
+                n += 2 * 4 * d + 4 * d * 2 * d
+    return n + 2 * 384 + 384 * classes + classes  # norm, head
+
+
+def _official_vit_params(img, patch, classes, spt, lsa):
+    """A hand count of SPT_LSA_ViT's ViT (models/vit.py, create_model.py:
+    8-12): dim 192, depth 9, 12 heads of 16, MLP ratio 2."""
+    d, tokens = 192, (img // patch)**2
+    if spt:
+        n = 2 * 15 * patch**2 + (15 * patch**2 + 1) * d
+    else:  # Linear(3 p p, dim) on flattened patches
+        n = (3 * patch**2 + 1) * d
+    n += (tokens + 1) * d + d  # pos_embedding, cls_token
+    layer = (2 * d + 3 * d * d + d * d + d + (12 if lsa else 0)
+             + 2 * d + 2 * d * d + 2 * d + 2 * d * d + d)
+    return n + 9 * layer + 2 * d + d * classes + classes  # mlp_head
+
+
+@pytest.mark.parametrize('model', SL)
+@pytest.mark.parametrize('data, img, classes', [
+    ('cifar10', 32, 10), ('tiny-imagenet', 64, 200)])
+def test_sl_models_have_the_officials_parameters(model, data, img, classes):
+    cfg = load(f'sl_vit/{model}_1xb128_{data}.py')
+    clf = MODELS.build(cfg.model)
+    sl = model.startswith('sl-')
+    if 'swin' in model:
+        patch = 2 if img == 32 else 4  # create_model.py:38
+        # swin.py:500-501, 545: always created and added
+        assert clf.backbone.use_abs_pos_embed
+        assert clf.backbone.absolute_pos_embed.shape == (
+            1, (img // patch)**2, 96)
+        want = _official_swin_params(img, patch, classes, sl, sl)
+    else:
+        patch = 4 if img == 32 else 8  # create_model.py:9
+        want = _official_vit_params(img, patch, classes, sl, sl)
+    assert sum(p.numel() for p in clf.parameters()) == want
+
+
+def _std_tol(n, sigma):
+    """5 standard errors of a sample std of n normal draws."""
+    return 5 * sigma / math.sqrt(2 * n)
+
+
+def _is_normal(w, sigma):
+    """Mean 0, std sigma and a normal's tail: P(|x| > 2 sigma) = 0.0455
+    (a uniform of that std has none beyond 1.73 sigma), each to 5 standard
+    errors of n draws."""
+    w = w.detach().flatten().double()
+    n = w.numel()
+    tail = (w.abs() > 2 * sigma).double().mean().item()
+    return (abs(w.mean().item()) < 5 * sigma / math.sqrt(n)
+            and abs(w.std().item() - sigma) < _std_tol(n, sigma)
+            and abs(tail - 0.0455) < 5 * math.sqrt(0.0455 * 0.9545 / n))
+
+
+@pytest.mark.parametrize('model', ['vit', 'sl-vit'])
+def test_sl_vit_is_initialised_as_the_official(model):
+    """models/vit.py:14-21, 155: xavier-normal Linear (and, for the plain
+    ViT, the patch projection as the Linear(3 p p, dim) it is there), zero
+    biases, LayerNorm 1 / 0; lines 143-145: randn position embedding and
+    class token."""
+    cfg = load(f'sl_vit/{model}_1xb128_cifar10.py')
+    torch.manual_seed(0)
+    clf = MODELS.build(cfg.model)
+    clf.init_weights()
+    backbone = clf.backbone
+    assert _is_normal(backbone.pos_embed, 1.)
+    cls = backbone.cls_token.detach()
+    assert abs(cls.std().item() - 1) < _std_tol(cls.numel(), 1.)
+    linears = [m for m in clf.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == 9 * 4 + 1 + (model == 'sl-vit')
+    for m in linears:
+        sigma = math.sqrt(2 / (m.in_features + m.out_features))
+        assert _is_normal(m.weight, sigma), m
+        assert m.bias is None or not m.bias.any()
+    if model == 'vit':
+        conv = backbone.patch_embed.projection
+        assert _is_normal(conv.weight, math.sqrt(2 / (3 * 16 + 192)))
+        assert not conv.bias.any()
+    for m in clf.modules():
+        if isinstance(m, torch.nn.LayerNorm):
+            assert (m.weight == 1).all() and not m.bias.any()
+
+
+@pytest.mark.parametrize('model', ['swin', 'sl-swin'])
+def test_sl_swin_is_initialised_as_the_official(model):
+    """models/swin.py initialises nothing itself: PyTorch's default Linear
+    (uniform in +-1/sqrt(fan_in)), truncated normal 0.02 for the absolute
+    and relative position tables (lines 501, 115)."""
+    cfg = load(f'sl_vit/{model}_1xb128_cifar10.py')
+    torch.manual_seed(0)
+    clf = MODELS.build(cfg.model)
+    clf.init_weights()
+    for m in clf.modules():
+        if isinstance(m, torch.nn.Linear):
+            bound = 1 / math.sqrt(m.in_features)
+            w = m.weight.detach()
+            assert w.abs().max() <= bound
+            sigma = bound / math.sqrt(3)
+            assert abs(w.std().item() - sigma) < 5 * sigma / math.sqrt(
+                w.numel()), m  # a uniform's std: SE < sigma / sqrt(n)
+            if m.bias is not None:
+                assert m.bias.abs().max() <= bound and m.bias.any()
+    # timm's trunc_normal_(std=.02) cuts at +-2 (absolute): a plain normal
+    assert _is_normal(clf.backbone.absolute_pos_embed, 0.02)

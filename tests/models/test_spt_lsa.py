@@ -552,7 +552,12 @@ def test_config_parses_and_model_builds(path):
                                          num_heads=12,
                                          feedforward_channels=384)
             assert backbone.patch_size == (8 if tiny else 4)
-        assert backbone.type.startswith('SL') == ('/sl-' in path)
+        # the plain ViT is SLViT with SPT and LSA off (for the official
+        # initialisation); the plain Swin is mmpretrain's
+        sl = '/sl-' in path
+        assert backbone.type.startswith('SL') == (sl or '/vit_' in path)
+        if backbone.type == 'SLViT':
+            assert backbone.use_spt == backbone.use_lsa == sl
     small = small_model_cfg(cfg)
     model = MODELS.build(small)
     assert type(model.backbone).__name__ == backbone.type
