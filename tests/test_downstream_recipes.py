@@ -21,6 +21,7 @@ def test_transfer_recipe_is_deits():
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     assert cfg.train_dataloader.sampler.type == 'RepeatAugSampler'
     assert cfg.train_dataloader.sampler.num_repeats == 3
+    assert cfg.train_dataloader.drop_last is True  # DeiT main.py:241
     assert 8 * cfg.train_dataloader.batch_size == 768
     assert cfg.model.backbone.drop_path_rate == 0.0
     assert 'RandomErasing' not in [

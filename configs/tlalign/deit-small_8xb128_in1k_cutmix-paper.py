@@ -27,23 +27,41 @@
 #             mmengine's chained LinearLR + CosineAnnealingLR, which give
 #             timm's per-epoch lr to 5e-4 (relative) over all 300 epochs
 #             (tests/test_paper_configs.py)
+#   init      timm's VisionTransformer.init_weights('') (timm/models/
+#             vision_transformer.py:328-339, 424-456): apply(_init_vit_weights)
+#             passes no name, so the head is truncated normal 0.02 like
+#             every Linear, not zero; cls_token and pos_embed truncated
+#             normal 0.02 (mmpretrain: a zero head and a zero cls_token)
+#   epoch     drop_last=True (main_tla.py:222-228); RASampler's per-rank
+#             count floor(N // 256 * 256 / world) (samplers.py:36) against
+#             mmpretrain's ceil(N / world): with drop_last both give 1251
+#             iterations of 8 x 128 on ImageNet's 1,281,167 images
 #   seed      0, plus the rank (--seed 0; seed + utils.get_rank())
 # Remaining differences (docs/recipes.md): pairs by torch.randperm instead of
 # x.flip(0); no one-epoch lag of the lr (the official loop calls
 # lr_scheduler.step(epoch) after epoch `epoch`, so it trains epoch e at
-# f(e - 1)); mmengine's AMP wrapper instead of NativeScaler.
+# f(e - 1)); mmengine's AMP wrapper instead of NativeScaler; the MLP
+# Linears start xavier-uniform (mmpretrain's TransformerEncoderLayer
+# re-initialises them after every init_cfg) where timm's are truncated
+# normal 0.02.
 _base_ = ['./deit-small_4xb256_in1k_cutmix.py']
 
 model = dict(
     type='TLAlignClassifier',
     target='cutmix',
-    backbone=dict(drop_path_rate=0.1),
+    backbone=dict(
+        drop_path_rate=0.1,
+        init_cfg=[dict(type='TruncNormalParams', names=['cls_token'],
+                       std=.02)]),
+    head=dict(init_cfg=dict(type='TruncNormal', layer='Linear', std=.02,
+                            bias=0.)),
     train_cfg=dict(augments=[
         dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens'),
     ]),
 )
 train_dataloader = dict(
     batch_size=128,
+    drop_last=True,
     sampler=dict(_delete_=True, type='RepeatAugSampler', num_repeats=3,
                  shuffle=True))
 optim_wrapper = dict(type='AmpOptimWrapper', loss_scale='dynamic',
