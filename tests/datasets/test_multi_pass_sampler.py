@@ -136,3 +136,43 @@ def test_bad_arguments_are_named():
         MultiPassSampler(Indices(10), num_passes=0, seed=0)
     with pytest.raises(ValueError, match='empty'):
         MultiPassSampler(Indices(0), seed=0)
+
+
+def _rank_stream(rank, world, port, queue):
+    import torch.distributed as dist
+    dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}',
+                            rank=rank, world_size=world)
+    sampler = MultiPassSampler(Indices(1037), seed=None)  # synced seed
+    sampler.set_epoch(2)
+    queue.put((rank, sampler.seed, list(sampler)))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.mark.e2e
+def test_two_gloo_ranks_cover_the_same_stream():
+    """Two real processes: the synced seed is the same, and the ranks'
+    indices interleave into the one-process stream of that epoch."""
+    import socket
+
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context('spawn')
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_rank_stream, args=(r, 2, port, queue))
+             for r in range(2)]
+    for p in procs:
+        p.start()
+    got = {r: (seed, idx) for r, seed, idx in
+           [queue.get(timeout=120) for _ in procs]}
+    for p in procs:
+        p.join(timeout=60)
+    (seed0, first), (seed1, second) = got[0], got[1]
+    assert seed0 == seed1 and len(first) == len(second) == 3 * 1037 // 2
+    merged = np.empty(2 * len(first), dtype=int)
+    merged[0::2], merged[1::2] = first, second
+    stream = module.multi_pass_indices(1037, 3,
+                                       np.random.RandomState(seed0 + 2))
+    assert merged.tolist() == stream[:len(merged)].tolist()
