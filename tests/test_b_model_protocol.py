@@ -24,6 +24,10 @@ def test_b_model_fine_tune_protocol(arch, official):
     assert cfg.train_cfg.max_epochs == 40
     assert cfg.model.align_cfg.follow_drop_path is False
     assert 16 * cfg.train_dataloader.batch_size == 1024
+    # 1e-5 is the optimiser's lr at 1024 images, i.e. after the originals'
+    # lr x batch / 512 scaling (main_tla.py:316-317, Swin main.py:327)
+    assert cfg.auto_scale_lr.base_batch_size == 1024
+    assert cfg.train_dataloader.drop_last is True
     if arch == 'deit-base':  # the official code's recipe, as --finetune
         assert cfg.model.train_cfg.augments[0].type == 'TLTokenCutMix'
         assert cfg.model.backbone.drop_path_rate == 0.0

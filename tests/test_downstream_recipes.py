@@ -21,6 +21,7 @@ def test_transfer_recipe_is_deits():
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     assert cfg.train_dataloader.sampler.type == 'RepeatAugSampler'
     assert cfg.train_dataloader.sampler.num_repeats == 3
+    assert cfg.train_dataloader.drop_last is True  # DeiT main.py:241
     assert 8 * cfg.train_dataloader.batch_size == 768
     assert cfg.model.backbone.drop_path_rate == 0.0
     assert 'RandomErasing' not in [
@@ -57,3 +58,36 @@ def test_cascade_schedule_is_the_swin_detection_configs():
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     assert cfg.optim_wrapper.optimizer.lr == 1e-4
     assert cfg.train_cfg.max_epochs == 36
+
+
+# ------------------------------------------------------------ collation ---
+@pytest.mark.parametrize('rel', [
+    'upernet/upernet_swin-tiny-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-'
+    '512x512.py',
+    'upernet/upernet_deit-small-p16-ln-mln_cutmix-in1k-pre_8xb2-160k_'
+    'ade20k-512x512.py',
+    'cascade_mask_rcnn/cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_'
+    'fpn_4conv1fc-giou_ms-crop-3x_coco.py',
+    'tlalign/deit-tiny_4xb256_in1k_tlalign.py',
+])
+def test_train_tool_collates_by_scope(rel, monkeypatch):
+    """tools/train.py sets mmpretrain's default_collate for mmpretrain
+    configs only; mmseg/mmdet configs set nothing and keep the Runner's
+    pseudo_collate (their data preprocessors pad images of several
+    sizes)."""
+    import sys
+
+    from .config_snapshot import ROOT
+    from .tool_scripts import load_tool
+    train = load_tool('train.py')
+    cfg = load(rel)
+    assert 'collate_fn' not in cfg.train_dataloader
+    monkeypatch.setattr(sys, 'argv', [
+        'train.py', f'{ROOT}/configs/{rel}', '--work-dir', 'work_dirs/x'])
+    cfg = train.merge_args(cfg, train.parse_args())
+    for field in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        collate = cfg[field].get('collate_fn')
+        if cfg.default_scope == 'mmpretrain':
+            assert collate == dict(type='default_collate')
+        else:
+            assert collate is None

@@ -100,6 +100,37 @@ def test_deit_paper_recipe_is_the_official_codes(arch):
     assert (cfg.randomness.seed, cfg.randomness.diff_rank_seed) == (0, True)
 
 
+@pytest.mark.parametrize('arch', DEIT)
+def test_deit_paper_init_is_timms(arch):
+    """timm's VisionTransformer.init_weights('') in the official code
+    (timm/models/vision_transformer.py:328-339, 424-456): the head and the
+    class token truncated normal 0.02 (mmpretrain: both zero)."""
+    cfg = load(f'tlalign/{arch}_8xb128_in1k_tlalign-paper.py')
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    head = model.head.layers.head
+    for p, n in [(head.weight, head.weight.numel()),
+                 (model.backbone.cls_token, model.backbone.cls_token.numel())]:
+        std = p.detach().std().item()
+        assert abs(std - 0.02) < 5 * 0.02 / math.sqrt(2 * n), std
+    assert not head.bias.any()
+
+
+def test_deit_paper_epoch_drops_the_last_batch():
+    """main_tla.py:222-228 drop_last=True; with RASampler's floor(N // 256 *
+    256 / 8) per rank, 1251 iterations of 8 x 128 on ImageNet."""
+    from mmpretrain.datasets.samplers import RepeatAugSampler
+    cfg = load('tlalign/deit-small_8xb128_in1k_tlalign-paper.py')
+    assert cfg.train_dataloader.drop_last is True
+    n = 1281167
+    official = math.floor(n // 256 * 256 / 8) // 128
+    sampler = RepeatAugSampler(list(range(n)), num_repeats=3, seed=0)
+    sampler.world_size = 8  # as on rank 0 of 8
+    per_rank = math.ceil(n / 8)  # mmpretrain's num_selected_samples
+    assert per_rank // cfg.train_dataloader.batch_size == official == 1251
+
+
 def test_deit_paper_schedule_is_timms_per_epoch_cosine():
     """--sched cosine --warmup-epochs 5 --warmup-lr 1e-6 --min-lr 1e-5 over
     300 epochs, stepped once per epoch."""
@@ -163,3 +194,55 @@ def test_swin_paper_recipe_is_swins(arch, drop_path):
     assert warmup.start_factor == pytest.approx(5e-7 / 5e-4)
     assert cosine.eta_min == pytest.approx(5e-6 * 1024 / 512)
     assert cfg.train_cfg.max_epochs == 300
+
+
+def swin_lr(t, warmup, total, lr=1e-3, warmup_lr=1e-6, min_lr=1e-5):
+    """Swin's lr at update t (lr_scheduler.py:24-34: timm's CosineLRScheduler,
+    t_in_epochs=False, warmup_prefix=True, t_initial = total - warmup)."""
+    if t < warmup:
+        return warmup_lr + t * (lr - warmup_lr) / warmup
+    return min_lr + 0.5 * (lr - min_lr) * (
+        1 + math.cos(math.pi * (t - warmup) / (total - warmup)))
+
+
+@pytest.mark.parametrize('arch', ['swin-tiny', 'swin-small'])
+@pytest.mark.parametrize('twin', ['cutmix', 'tlalign'])
+def test_swin_paper_schedule_steps_every_iteration(arch, twin):
+    """main.py:205 steps Swin's scheduler every iteration; the built
+    schedulers (as the Runner builds them, 10 iterations an epoch) give its
+    lr at iterations 0, 1, mid-warm-up, the end of the warm-up and the
+    middle of the cosine. One named difference: mmengine's LinearLR reaches
+    the peak at the warm-up's last iteration (slope 1 / (W - 1), not
+    1 / W), so inside the warm-up the lr is up to 1 / (W - 1) higher
+    (4e-5 with Swin's 20 x 1251 warm-up iterations)."""
+    from mmengine.registry import PARAM_SCHEDULERS, DefaultScope
+    cfg = load(f'tlalign/{arch}_16xb64_in1k_{twin}-paper.py')
+    assert cfg.train_dataloader.drop_last is True  # data/build.py:74
+    epoch_length, epochs = 10, cfg.train_cfg.max_epochs
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=cfg.optim_wrapper.optimizer.lr)
+    wrapper = OptimWrapper(optimizer)
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        schedulers = [
+            PARAM_SCHEDULERS.build(
+                dict(s), default_args=dict(optimizer=wrapper,
+                                           epoch_length=epoch_length))
+            for s in cfg.param_scheduler]
+    assert all(not s.by_epoch for s in schedulers)
+    warmup, total = 20 * epoch_length, epochs * epoch_length
+    middle = warmup + (total - warmup) // 2
+    wanted = {0, 1, warmup // 2, warmup, middle}
+    got = {}
+    for t in range(middle + 1):
+        if t in wanted:
+            got[t] = optimizer.param_groups[0]['lr']
+        for s in schedulers:
+            s.step()
+    for t in sorted(wanted):
+        want = swin_lr(t, warmup, total)
+        if 0 < t < warmup:
+            assert got[t] == pytest.approx(
+                1e-6 + t * (1e-3 - 1e-6) / (warmup - 1), rel=1e-6)
+            assert want < got[t] <= want * (1 + 1 / (warmup - 1)), t
+        else:
+            assert got[t] == pytest.approx(want, rel=1e-6), t

@@ -53,10 +53,3 @@ param_scheduler = [
     dict(type='MultiStepLR', begin=0, end=36, by_epoch=True,
          milestones=[27, 33], gamma=0.1),
 ]
-
-# mmseg/mmdet batch images of different sizes (the data preprocessor pads
-# them): keep mmengine's pseudo_collate, which tools/train.py and
-# tools/test.py would otherwise replace with mmpretrain's default_collate.
-train_dataloader = dict(collate_fn=dict(type='pseudo_collate'))
-val_dataloader = dict(collate_fn=dict(type='pseudo_collate'))
-test_dataloader = dict(collate_fn=dict(type='pseudo_collate'))

@@ -2,12 +2,17 @@
 # DeiT-B, whose own accuracy is the baseline (the paper's 81.8 -> 82.3
 # top-1, official README of Euphoria16/TL-Align). 40 epochs, constant lr
 # 1e-5, weight decay 1e-8: this project's issues 3 and 12, which read them
-# from the paper. The rest is the official code's recipe
-# (deit-base_8xb128_in1k_tlalign-paper.py: token CutMix only, every batch,
-# follow_drop_path=False, AMP, repeated augmentation), run as its
-# --finetune path does: main_tla.py trains a fine-tune with
-# set_training_mode=False (the model in eval mode), so no drop-path.
-# 16 GPUs x 64 images.
+# from the paper. The lr 1e-5 is the optimiser's lr at the total batch of 16
+# x 64 = 1024, i.e. after main_tla.py:316-317 (--lr x batch x world / 512);
+# it is the paper's number as stated, taken as the lr the optimiser uses.
+# Had the paper meant the command-line --lr before that scaling, the
+# optimiser's lr would be 2e-5 (docs/recipes.md). With --auto-scale-lr,
+# mmengine scales 1e-5 from base_batch_size 1024. The rest is the official
+# code's recipe (deit-base_8xb128_in1k_tlalign-paper.py: token CutMix only,
+# every batch, follow_drop_path=False, AMP, repeated augmentation), run as
+# its --finetune path does: main_tla.py trains a fine-tune with
+# set_training_mode=False (the model in eval mode), so no drop-path. 16 GPUs
+# x 64 images.
 #
 # The official DeiT-B (facebookresearch/deit deit_base_patch16_224-b5f2ef4d)
 # in mmpretrain's format is mmpretrain's deit-base_3rdparty_in1k:

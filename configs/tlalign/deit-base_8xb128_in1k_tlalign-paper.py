@@ -1,5 +1,5 @@
 # TL-Align with the paper's ImageNet recipe at DeiT-B size: the official code's
-# defaults (deit-small_8xb128_in1k_cutmix-paper.py, sources there) with
+# defaults (_base_/deit_8xb128_in1k_paper.py, sources there) with
 # --model deit_base_patch16_224 and --tl-align; follow_drop_path=False.
 # The paper's DeiT-B number (82.3 top-1, baseline 81.8, official README)
 # comes from its other protocol, a 40-epoch TL-Align fine-tune of the

@@ -1,57 +1,8 @@
-# The paper recipe's CutMix twin: the TL-Align paper's DeiT-S ImageNet
-# recipe (deit-small_8xb128_in1k_tlalign-paper.py) with the plain area
-# target, no alignment. Every setting below is the official code's default,
-# Euphoria16/TL-Align at 2a3f35c (main_tla.py get_args_parser, run as
-# train_deit_small_tla.sh: 8 GPUs x --batch-size 128, --mixup 0.0 as in the
-# README's command):
-#   model     deit_small_patch16_224 (models.py: qkv_bias, LayerNorm eps
-#             1e-6 = mmpretrain's arch='deit-small'); --drop 0.0,
-#             --drop-path 0.1; no EMA (--model-ema off)
-#   data      RandomResizedCrop 224 bicubic, flip, RandAugment
-#             rand-m9-mstd0.5-inc1, random erasing 0.25 'pixel' (the
-#             mmpretrain ImageNet pipeline below is the same); repeated
-#             augmentation x3 (--repeated-aug on: DeiT's RASampler, here
-#             mmpretrain's port, RepeatAugSampler); 8 x 128 = 1024 images
-#   mixing    every batch (--mixup-prob 1.0), token CutMix only (--mixup
-#             0.0, --cutmix 1.0): tla.py TL_AlignMix draws the box in token
-#             units (rand_token_bbox) = TLTokenCutMix(box_units='tokens')
-#   loss      label smoothing 0.1 (--smoothing, applied to the mixed target)
-#   optimiser AdamW lr 5e-4 x 1024 / 512 = 1e-3, eps 1e-8, betas (0.9,
-#             0.999), weight decay 0.05 except biases, norms, pos_embed and
-#             cls_token (timm create_optimizer's no-decay list = the
-#             paramwise_cfg inherited from mmpretrain's DeiT); no gradient
-#             clipping (--clip-grad None); mixed precision (NativeScaler +
-#             autocast in engine.py): AmpOptimWrapper
-#   schedule  300 epochs; timm's per-epoch cosine (t_initial 300, min lr
-#             1e-5) after 5 linear warm-up epochs from 1e-6: expressed with
-#             mmengine's chained LinearLR + CosineAnnealingLR, which give
-#             timm's per-epoch lr to 5e-4 (relative) over all 300 epochs
-#             (tests/test_paper_configs.py)
-#   seed      0, plus the rank (--seed 0; seed + utils.get_rank())
-# Remaining differences (docs/recipes.md): pairs by torch.randperm instead of
-# x.flip(0); no one-epoch lag of the lr (the official loop calls
-# lr_scheduler.step(epoch) after epoch `epoch`, so it trains epoch e at
-# f(e - 1)); mmengine's AMP wrapper instead of NativeScaler.
-_base_ = ['./deit-small_4xb256_in1k_cutmix.py']
+# The paper recipe's CutMix twin at DeiT-S size: the TL-Align paper's DeiT
+# ImageNet recipe (_base_/deit_8xb128_in1k_paper.py, every setting with its
+# source in the official code there) with the plain area target of the
+# token-CutMix box, no alignment. Its TL-Align twin is
+# deit-small_8xb128_in1k_tlalign-paper.py.
+_base_ = ['./_base_/deit_8xb128_in1k_paper.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    target='cutmix',
-    backbone=dict(drop_path_rate=0.1),
-    train_cfg=dict(augments=[
-        dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens'),
-    ]),
-)
-train_dataloader = dict(
-    batch_size=128,
-    sampler=dict(_delete_=True, type='RepeatAugSampler', num_repeats=3,
-                 shuffle=True))
-optim_wrapper = dict(type='AmpOptimWrapper', loss_scale='dynamic',
-                     clip_grad=None)
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=True, begin=0, end=6),
-    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=0,
-         end=300, T_max=300),
-]
-randomness = dict(seed=0, diff_rank_seed=True)
-auto_scale_lr = dict(base_batch_size=1024)
+model = dict(backbone=dict(arch='deit-small'), head=dict(in_channels=384))

@@ -2,9 +2,15 @@
 # Swin-B, whose own accuracy is the baseline (the paper's 83.5 -> 83.7
 # top-1, official README of Euphoria16/TL-Align). 40 epochs, constant lr
 # 1e-5, weight decay 1e-8: this project's issues 4 and 12, which read them
-# from the paper. The rest is Swin-B's recipe as the paper-recipe Swin
-# configs use it (swin-tiny_16xb64_in1k_tlalign-paper.py: mmpretrain's
-# port of microsoft/Swin-Transformer's, Mixup 0.8 / CutMix 1.0, AMP,
+# from the paper. The lr 1e-5 is the optimiser's lr at the total batch of 16
+# x 64 = 1024, i.e. after Swin's main.py:327 scaling (lr x batch x world
+# / 512); it is the paper's number as stated, taken as the lr the optimiser
+# uses. Had the paper meant the command-line --lr before that scaling, the
+# optimiser's lr would be 2e-5 (docs/recipes.md). With --auto-scale-lr,
+# mmengine scales 1e-5 from base_batch_size 1024. The rest is Swin-B's
+# recipe as the paper-recipe Swin configs use it
+# (swin-tiny_16xb64_in1k_tlalign-paper.py: mmpretrain's port of
+# microsoft/Swin-Transformer's, Mixup 0.8 / CutMix 1.0, AMP,
 # follow_drop_path=False; drop-path 0.5 as Swin-B's recipe: how the paper's
 # Swin code treats drop-path in a fine-tune is not public).
 #
@@ -28,3 +34,4 @@ optim_wrapper = dict(
     optimizer=dict(lr=1e-5, weight_decay=1e-8))
 param_scheduler = [dict(type='ConstantLR', factor=1.0, by_epoch=True)]
 train_cfg = dict(max_epochs=40)
+train_dataloader = dict(drop_last=True)  # Swin's data/build.py:74

@@ -5,7 +5,13 @@
 # official TL-Align code; the paper's Swin code is not public).
 # The paper's Table 1 Swin-T +TL-Align: 81.4 top-1 (official README;
 # baseline 81.2).
-_base_ = ['./swin-tiny_16xb64_in1k_tlalign.py']
+_base_ = ['./swin-tiny_16xb64_in1k_cutmix-paper.py']
 
-optim_wrapper = dict(type='AmpOptimWrapper', loss_scale='dynamic')
-model = dict(align_cfg=dict(follow_drop_path=False))
+model = dict(
+    type='TLAlignClassifier',
+    align_cfg=dict(follow_drop_path=False),
+    train_cfg=dict(augments=[
+        dict(type='TLMixup', alpha=0.8),
+        dict(type='TLCutMix', alpha=1.0),
+    ]),
+)

@@ -38,10 +38,3 @@ model = dict(
         drop_path_rate=0.1,
         interpolate_mode='bicubic'))
 model['backbone']['init_cfg']['checkpoint'] = checkpoint_file
-
-# mmseg/mmdet batch images of different sizes (the data preprocessor pads
-# them): keep mmengine's pseudo_collate, which tools/train.py and
-# tools/test.py would otherwise replace with mmpretrain's default_collate.
-train_dataloader = dict(collate_fn=dict(type='pseudo_collate'))
-val_dataloader = dict(collate_fn=dict(type='pseudo_collate'))
-test_dataloader = dict(collate_fn=dict(type='pseudo_collate'))

@@ -26,10 +26,3 @@ model = dict(
     decode_head=dict(in_channels=[96, 192, 384, 768], num_classes=150),
     auxiliary_head=dict(in_channels=384, num_classes=150))
 model['backbone']['init_cfg']['checkpoint'] = checkpoint_file
-
-# mmseg/mmdet batch images of different sizes (the data preprocessor pads
-# them): keep mmengine's pseudo_collate, which tools/train.py and
-# tools/test.py would otherwise replace with mmpretrain's default_collate.
-train_dataloader = dict(collate_fn=dict(type='pseudo_collate'))
-val_dataloader = dict(collate_fn=dict(type='pseudo_collate'))
-test_dataloader = dict(collate_fn=dict(type='pseudo_collate'))

@@ -523,15 +523,18 @@ def test_config_parses_and_model_builds(path):
         assert augments in (['Mixup', 'CutMix'], ['TLMixup', 'TLCutMix'])
         assert cfg.train_cfg.max_epochs == 100
         assert cfg.train_dataloader.batch_size == 128
-        assert cfg.train_dataloader.sampler.type == 'RepeatAugSampler'
-        assert cfg.train_dataloader.sampler.num_repeats == 3
+        # the original's epoch: three shuffled passes, drop_last
+        assert cfg.train_dataloader.sampler.type == 'MultiPassSampler'
+        assert cfg.train_dataloader.sampler.num_passes == 3
+        assert cfg.train_dataloader.drop_last is True
         assert cfg.optim_wrapper.optimizer.type == 'AdamW'
         assert cfg.optim_wrapper.optimizer.lr == 1e-3
         assert cfg.optim_wrapper.optimizer.weight_decay == 0.05
         assert head.loss.label_smooth_val == 0.1
         types = [t['type'] for t in data.pipeline]
-        assert 'AutoAugment' in types and 'RandomErasing' in types
-        erase = [t for t in data.pipeline if t['type'] == 'RandomErasing']
+        assert 'AutoAugment' in types and 'ZhongRandomErasing' in types
+        erase = [t for t in data.pipeline
+                 if t['type'] == 'ZhongRandomErasing']
         assert erase[0]['erase_prob'] == 0.25
         assert data.get('download', False) is False
         assert cfg.param_scheduler[0].end == 10
@@ -549,7 +552,12 @@ def test_config_parses_and_model_builds(path):
                                          num_heads=12,
                                          feedforward_channels=384)
             assert backbone.patch_size == (8 if tiny else 4)
-        assert backbone.type.startswith('SL') == ('/sl-' in path)
+        # the plain ViT is SLViT with SPT and LSA off (for the official
+        # initialisation); the plain Swin is mmpretrain's
+        sl = '/sl-' in path
+        assert backbone.type.startswith('SL') == (sl or '/vit_' in path)
+        if backbone.type == 'SLViT':
+            assert backbone.use_spt == backbone.use_lsa == sl
     small = small_model_cfg(cfg)
     model = MODELS.build(small)
     assert type(model.backbone).__name__ == backbone.type

@@ -6,6 +6,10 @@
   local files, never downloaded (transfer, SPT/LSA recipes).
 - :class:`ImageNetA`, :class:`ImageNetR`, :class:`ImageNetV2`,
   :class:`ImageNetC`: robustness test sets in ImageNet-1k's label space.
+- :class:`MultiPassSampler`: the SPT/LSA code's epoch of several shuffled
+  passes (its ``RASampler`` with ``repetitions=1``).
+- :class:`ZhongRandomErasing`: random erasing as the SPT/LSA code does it
+  (uniform aspect ratio, a fill given in normalised units).
 - :func:`check_config_datasets`: the layouts ADE20K, COCO, Flowers-102 and
   Stanford Cars (OpenMMLab's own dataset classes) expect, checked before a
   run (``tools/train.py``, ``tools/test.py``).
@@ -22,10 +26,13 @@ from .imagenet_robustness import (
     subset_synsets,
 )
 from .layouts import check_config_datasets
+from .multi_pass_sampler import MultiPassSampler, multi_pass_indices
+from .random_erasing import ZhongRandomErasing
 from .tiny_imagenet import TinyImageNet
 
 __all__ = [
     'CORRUPTIONS', 'Digits', 'ImageNetA', 'ImageNetC', 'ImageNetR',
-    'ImageNetV2', 'LocalCIFAR10', 'LocalCIFAR100', 'TinyImageNet',
-    'check_config_datasets', 'imagenet_synsets', 'subset_synsets'
+    'ImageNetV2', 'LocalCIFAR10', 'LocalCIFAR100', 'MultiPassSampler',
+    'TinyImageNet', 'check_config_datasets', 'imagenet_synsets',
+    'multi_pass_indices', 'subset_synsets', 'ZhongRandomErasing'
 ]

@@ -1,5 +1,8 @@
 """Registered OpenMMLab adapters around :mod:`tlalign_mm.core`."""
-from . import spt_lsa  # noqa: F401  (registers SPT/LSA, SL-ViT, SL-Swin)
+from . import (
+    param_init,  # noqa: F401  (registers TruncNormalParams)
+    spt_lsa,  # noqa: F401  (registers SPT/LSA, SL-ViT, SL-Swin)
+)
 from .align import align_labels
 from .pooled_timm_backbone import PooledTIMMBackbone
 from .pyramid_gap import PyramidGlobalAveragePooling

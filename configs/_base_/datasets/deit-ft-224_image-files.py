@@ -49,8 +49,13 @@ train_dataloader = dict(
     batch_size=96,
     num_workers=8,
     dataset=dict(pipeline=train_pipeline),
-    # DeiT's repeated augmentation (RASampler; mmpretrain's port)
+    # DeiT's repeated augmentation (RASampler; mmpretrain's port, whose
+    # per-rank count is ceil(N / world) where DeiT's samplers.py:35 has
+    # floor(N // 256 * 256 / world)), and DeiT's drop_last=True
+    # (main.py:241): the same number of iterations for every transfer set
+    # at 8 x 96 (65 CIFAR, 2 Flowers-102, 10 Stanford Cars per epoch).
     sampler=dict(type='RepeatAugSampler', num_repeats=3, shuffle=True),
+    drop_last=True,
 )
 val_dataloader = dict(
     batch_size=96,

@@ -1,6 +1,7 @@
-# Tiny-ImageNet-200 (64x64, 200 classes) with the SL-ViT recipe: random crop
-# (padding 4), flip, AutoAugment with mmpretrain's ImageNet policy, random
-# erasing 0.25, batches of 128 with repeated augmentation x3.
+# Tiny-ImageNet-200 (64x64, 200 classes) with the SL-ViT recipe, as
+# aanna0701/SPT_LSA_ViT at 54bd796 trains it (main.py:169-223): flip,
+# random crop (padding 4), AutoAugment with its ImageNetPolicy, normalisation,
+# random erasing 0.25, batches of 128 from an epoch of three shuffled passes.
 #
 # A class-folder layout read by mmpretrain's CustomDataset (TinyImageNet
 # adds a layout check); no download, ever:
@@ -12,24 +13,94 @@
 #       mv images/$f $c/; done < val_annotations.txt && rmdir images
 dataset_type = 'TinyImageNet'
 data_root = 'data/tiny-imagenet-200'
-rgb_mean = [122.451, 114.266, 101.363]
-rgb_std = [70.635, 68.621, 71.936]
+# utils/dataloader.py:36, in 0..255 (the data preprocessor normalises).
+norm_mean = (0.4802, 0.4481, 0.3975)
+norm_std = (0.2770, 0.2691, 0.2821)
+rgb_mean = [255 * m for m in norm_mean]
+rgb_std = [255 * s for s in norm_std]
 data_preprocessor = dict(
     num_classes=200,
     mean=rgb_mean,
     std=rgb_std,
     to_rgb=True,  # images are loaded as BGR
 )
-bgr_mean = rgb_mean[::-1]
 
+# The SPT/LSA code's ImageNetPolicy (DeepVoltaire's; utils/autoaug.py:21-52,
+# used for Tiny-ImageNet, main.py:194-198), its 25 sub-policies in order,
+# mapped as in cifar10_bs128_sl.py: Rotate by +angle in PIL's sense (mmcv
+# -angle, never negated), everything filled with 128.
+aa_translate_step = 150 / 331 / 9
+imagenet_autoaugment_policies = [
+    [dict(type='Posterize', bits=4, prob=0.4),
+     dict(type='Rotate', angle=-30 / 9 * 9, prob=0.6,
+          random_negative_prob=0.)],
+    [dict(type='Solarize', thr=256 - 256 / 9 * 5, prob=0.6),
+     dict(type='AutoContrast', prob=0.6)],
+    [dict(type='Equalize', prob=0.8),
+     dict(type='Equalize', prob=0.6)],
+    [dict(type='Posterize', bits=5, prob=0.6),
+     dict(type='Posterize', bits=5, prob=0.6)],
+    [dict(type='Equalize', prob=0.4),
+     dict(type='Solarize', thr=256 - 256 / 9 * 4, prob=0.2)],
+    [dict(type='Equalize', prob=0.4),
+     dict(type='Rotate', angle=-30 / 9 * 8, prob=0.8,
+          random_negative_prob=0.)],
+    [dict(type='Solarize', thr=256 - 256 / 9 * 3, prob=0.6),
+     dict(type='Equalize', prob=0.6)],
+    [dict(type='Posterize', bits=6, prob=0.8),
+     dict(type='Equalize', prob=1.0)],
+    [dict(type='Rotate', angle=-30 / 9 * 3, prob=0.2,
+          random_negative_prob=0.),
+     dict(type='Solarize', thr=256 - 256 / 9 * 8, prob=0.6)],
+    [dict(type='Equalize', prob=0.6),
+     dict(type='Posterize', bits=5, prob=0.4)],
+    [dict(type='Rotate', angle=-30 / 9 * 8, prob=0.8,
+          random_negative_prob=0.),
+     dict(type='ColorTransform', magnitude=0.0, prob=0.4)],
+    [dict(type='Rotate', angle=-30 / 9 * 9, prob=0.4,
+          random_negative_prob=0.),
+     dict(type='Equalize', prob=0.6)],
+    [dict(type='Equalize', prob=0.0),
+     dict(type='Equalize', prob=0.8)],
+    [dict(type='Invert', prob=0.6),
+     dict(type='Equalize', prob=1.0)],
+    [dict(type='ColorTransform', magnitude=0.4, prob=0.6),
+     dict(type='Contrast', magnitude=0.8, prob=1.0)],
+    [dict(type='Rotate', angle=-30 / 9 * 8, prob=0.8,
+          random_negative_prob=0.),
+     dict(type='ColorTransform', magnitude=0.2, prob=1.0)],
+    [dict(type='ColorTransform', magnitude=0.8, prob=0.8),
+     dict(type='Solarize', thr=256 - 256 / 9 * 7, prob=0.8)],
+    [dict(type='Sharpness', magnitude=0.7, prob=0.4),
+     dict(type='Invert', prob=0.6)],
+    [dict(type='Shear', magnitude=0.3 / 9 * 5, prob=0.6,
+          direction='horizontal'),
+     dict(type='Equalize', prob=1.0)],
+    [dict(type='ColorTransform', magnitude=0.0, prob=0.4),
+     dict(type='Equalize', prob=0.6)],
+    [dict(type='Equalize', prob=0.4),
+     dict(type='Solarize', thr=256 - 256 / 9 * 4, prob=0.2)],
+    [dict(type='Solarize', thr=256 - 256 / 9 * 5, prob=0.6),
+     dict(type='AutoContrast', prob=0.6)],
+    [dict(type='Invert', prob=0.6),
+     dict(type='Equalize', prob=1.0)],
+    [dict(type='ColorTransform', magnitude=0.4, prob=0.6),
+     dict(type='Contrast', magnitude=0.8, prob=1.0)],
+    [dict(type='Equalize', prob=0.8),
+     dict(type='Equalize', prob=0.6)],
+]
+
+# Random erasing after Normalize with the mean numbers as the fill
+# (main.py:206-214; see cifar10_bs128_sl.py), in the images' BGR order.
+erase_fill = [m + s * v for m, s, v in zip(rgb_mean, rgb_std, norm_mean)]
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='RandomCrop', crop_size=64, padding=4),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='AutoAugment', policies='imagenet',
-         hparams=dict(pad_val=[round(x) for x in bgr_mean])),
-    dict(type='RandomErasing', erase_prob=0.25, mode='const',
-         min_area_ratio=0.02, max_area_ratio=0.4, fill_color=bgr_mean),
+    dict(type='RandomCrop', crop_size=64, padding=4),
+    dict(type='AutoAugment', policies=imagenet_autoaugment_policies,
+         hparams=dict(pad_val=128)),
+    dict(type='ZhongRandomErasing', erase_prob=0.25, min_area_ratio=0.02,
+         max_area_ratio=0.4, min_aspect=0.3, fill=erase_fill[::-1]),
     dict(type='PackInputs'),
 ]
 test_pipeline = [
@@ -43,7 +114,10 @@ train_dataloader = dict(
     persistent_workers=True,
     dataset=dict(type=dataset_type, data_root=data_root, split='train',
                  pipeline=train_pipeline),
-    sampler=dict(type='RepeatAugSampler', num_repeats=3, shuffle=True),
+    # The original's epoch (SPT_LSA_ViT main.py:221-223): three shuffled
+    # passes, the last partial batch dropped (2343 iterations on 100,000).
+    sampler=dict(type='MultiPassSampler', num_passes=3, shuffle=True),
+    drop_last=True,
 )
 val_dataloader = dict(
     batch_size=256,

@@ -1,9 +1,12 @@
 # The training recipe of "Vision Transformer for Small-Size Datasets" (Lee et
 # al. 2021), from scratch on one process: 100 epochs, batch 128, AdamW
 # (lr 1e-3, weight decay 0.05 on every parameter, as the authors' code),
-# 10 linear warm-up epochs, then cosine. Label smoothing 0.1 and
-# Mixup/CutMix are in the model bases; AutoAugment, random erasing 0.25 and
-# repeated augmentation x3 in the dataset bases (configs/_base_/datasets/).
+# 10 linear warm-up epochs from 1e-6, then cosine to 1e-6, stepped every
+# iteration (aanna0701/SPT_LSA_ViT utils/scheduler.py:91-114, main.py:374).
+# Label smoothing 0.1 and Mixup/CutMix are in the model bases; AutoAugment,
+# random erasing 0.25 and the epoch of three shuffled passes (1171
+# iterations on CIFAR, 2343 on Tiny-ImageNet) in the dataset bases
+# (configs/_base_/datasets/*_sl.py).
 # The runtime is mmpretrain's default_runtime.py, spelled out.
 default_scope = 'mmpretrain'
 custom_imports = dict(imports=['tlalign_mm'], allow_failed_imports=False)

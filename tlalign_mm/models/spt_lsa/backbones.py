@@ -16,12 +16,21 @@ and the existing tracers'.
 
 Both switches on is the paper's SL-model; one on gives its ablations; both
 off is the plain mmpretrain backbone with the small-dataset arch.
+
+``init_cfg=dict(type='SPTLSAViTInit')`` gives the official ViT
+initialisation (:class:`SPTLSAViTInit`); any other ``init_cfg`` is
+mmpretrain's initialisation, unchanged.
 """
 import copy
+import math
 from typing import Sequence
 
+import torch
+from mmengine.model.weight_init import initialize
+from mmengine.registry import WEIGHT_INITIALIZERS
 from mmpretrain.models.backbones import SwinTransformer, VisionTransformer
 from mmpretrain.registry import MODELS
+from torch import nn
 
 from .lsa import LocalitySelfAttention, LocalityWindowMSA
 from .spt import ShiftedPatchTokenization
@@ -47,6 +56,57 @@ def _spt_patch_embed(backbone, in_channels, patch_size, img_size,
     return spt
 
 
+@WEIGHT_INITIALIZERS.register_module(name='SPTLSAViTInit')
+class SPTLSAViTInit:
+    """The official small-dataset ViT initialisation (aanna0701/SPT_LSA_ViT
+    at 54bd796, ``models/vit.py:14-21``, applied to every module at the end
+    of ``ViT.__init__``, line 155; position embedding and class token
+    ``torch.randn``, lines 143-145):
+
+    - every ``nn.Linear``: ``xavier_normal_`` weight, zero bias;
+    - a patch-embedding ``nn.Conv2d`` (mmpretrain's, where the original has
+      ``nn.Linear(C * p * p, dim)`` on flattened patches): normal with the
+      xavier std of that Linear, ``sqrt(2 / (C * p * p + dim))``, zero
+      bias (``xavier_normal_`` on the conv would count ``p * p`` into the
+      fan-out);
+    - every ``nn.LayerNorm``: weight 1, bias 0;
+    - parameters named ``pos_embed`` and ``cls_token``: standard normal.
+
+    Used as a backbone's ``init_cfg`` (``SLViT`` then runs it alone, after
+    nothing else) or a head's.
+    """
+
+    def __call__(self, module: nn.Module) -> None:
+        for m in module.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_normal_(m.weight)
+            elif isinstance(m, nn.Conv2d):
+                fan_in = m.in_channels * math.prod(m.kernel_size) \
+                    // m.groups
+                nn.init.normal_(
+                    m.weight, std=math.sqrt(2. / (fan_in + m.out_channels)))
+            elif isinstance(m, nn.LayerNorm):
+                if m.weight is not None:
+                    nn.init.ones_(m.weight)
+            else:
+                continue
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        for name in ('pos_embed', 'cls_token'):
+            param = getattr(module, name, None)
+            if isinstance(param, torch.Tensor):
+                with torch.no_grad():
+                    param.normal_()
+
+    def _get_init_info(self):
+        return type(self).__name__
+
+
+def _is_official_vit_init(init_cfg) -> bool:
+    return isinstance(init_cfg, dict) and \
+        init_cfg.get('type') == 'SPTLSAViTInit'
+
+
 @MODELS.register_module()
 class SLViT(VisionTransformer):
     """ViT for small datasets: mmpretrain's ``VisionTransformer`` with SPT
@@ -66,7 +126,9 @@ class SLViT(VisionTransformer):
             (``shift_size``, ``padding``, ``norm_cfg``, ``bias``).
         lsa_cfg (dict): extra arguments of :class:`LocalitySelfAttention`
             (``diagonal_masking``, ``learnable_temperature``, ``qk_scale``).
-        **kwargs: as :class:`mmpretrain.models.VisionTransformer`.
+        **kwargs: as :class:`mmpretrain.models.VisionTransformer`;
+            ``init_cfg=dict(type='SPTLSAViTInit')`` is the official
+            initialisation (:class:`SPTLSAViTInit`).
     """
 
     arch_zoo = {
@@ -107,6 +169,17 @@ class SLViT(VisionTransformer):
                     layer.attn, **lsa_cfg)
         if self.frozen_stages > 0:  # freeze the swapped-in modules too
             self._freeze_stages()
+
+    def init_weights(self):
+        """mmpretrain's initialisation, or with ``init_cfg`` of type
+        ``'SPTLSAViTInit'`` the official one alone: mmpretrain's would run
+        after it and redo the FFNs (xavier-uniform) and ``pos_embed``
+        (truncated normal 0.02)."""
+        if not _is_official_vit_init(self.init_cfg):
+            super().init_weights()
+            return
+        initialize(self, self.init_cfg)
+        self._is_init = True
 
 
 def _with_ffn_ratio(stage_cfgs, ffn_ratio, num_stages):
