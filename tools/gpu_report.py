@@ -74,7 +74,7 @@ MODES = ('eager', 'compile', 'reduce-overhead')
 MODE_WEIGHT = {'eager': 1, 'compile': 3, 'reduce-overhead': 2}
 # compiled_warmup: steps before timing a compiled setting (the first
 # compiles, the second may recompile for what changes between steps)
-FULL = dict(batch_size=128, img_size=224, num_classes=1000, reps=20,
+FULL = dict(batch_size=128, img_size=224, num_classes=1000, reps=30,
             compiled_warmup=3)
 TINY = dict(batch_size=8, img_size=32, num_classes=10, reps=2,
             compiled_warmup=2)
@@ -107,6 +107,8 @@ TINY_ZOO = {
         head=dict(type='LinearClsHead', in_channels=32)),
 }
 TINY_PREFIX = 'tiny:'
+# rounds a phase times past its share of the budget (not past the budget)
+MIN_ROUNDS = 3
 
 # ---------------------------------------------------------------------------
 # The ĀY path: the ONE place in this report that knows how the core picks it.
@@ -276,6 +278,7 @@ class Setting:
         self.graphs = self.breaks = 0
         self.recompiled = False
         self.default = False
+        self.capture_issues = []  # why inductor did not capture CUDA graphs
 
     @property
     def name(self):
@@ -293,7 +296,9 @@ class Setting:
         # the default row runs as the package chooses, unforced
         forced = self.method != 'cutmix' and not self.default and \
             self.path != NO_PATH
-        with label_path(self.path if forced else None):
+        skips = cudagraph_skips(self.capture_issues) \
+            if self.mode == 'reduce-overhead' else contextlib.nullcontext()
+        with label_path(self.path if forced else None), skips:
             t, mem = benchmark.step(self.model, self.optim, data,
                                     self.method, device, bf16, num_classes)
         return t, mem - resident, mem
@@ -374,9 +379,12 @@ def detect_paths(name, cfg, data, device, args, base_state):
 
 
 def measure(name, mode, cfg, data, device, args, paths, base_state,
-            budget, deadline):
-    """Interleaved steps of CutMix and each TL-Align path in ``mode``.
-    Returns the settings (measured or not) and a note."""
+            budget, deadline, hard_end):
+    """Interleaved steps of CutMix and each TL-Align path in ``mode``, until
+    ``cfg['reps']`` rounds or ``deadline`` (this phase's share), though
+    :data:`MIN_ROUNDS` rounds of what was warmed up are taken up to
+    ``hard_end`` (compiling is the expensive part: its steps are not
+    thrown away). Returns the settings and a note of what the budget cut."""
     default, others = paths
     settings = [Setting('cutmix', mode, None,
                         build(name, 'cutmix', cfg, device, base_state))]
@@ -385,9 +393,6 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
                     build(name, 'tlalign', cfg, device, base_state))
         s.default = path == default
         settings.append(s)
-    reasons = []
-    collect = cudagraph_skips(reasons) if mode == 'reduce-overhead' else \
-        contextlib.nullcontext()
     if mode != 'eager':
         torch._dynamo.reset()
         for s in settings:
@@ -400,66 +405,66 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
     warm = 1 if mode == 'eager' else cfg['compiled_warmup']
     note = ''
     ready = []
-    with collect:
-        for s in settings:
-            if not budget.may_go_on(deadline):
-                note = f'{s.name} and later not warmed up'
-                break
-            graphs, breaks = dynamo_counts()
-            for _ in range(warm):
-                s.warmup.append(s.run(data, device, args.bf16,
-                                      cfg['num_classes'])[0])
-            after = dynamo_counts()
-            s.graphs, s.breaks = after[0] - graphs, after[1] - breaks
-            ready.append(s)
-        if len(ready) < 2:
-            ready = []
-        for rep in range(cfg['reps']):
-            for s in ready:
-                if not budget.may_go_on(deadline):
-                    note = note or f'stopped in repetition {rep + 1}'
-                    break
-                graphs = dynamo_counts()[0]
-                t, step_mem, peak = s.run(data, device, args.bf16,
-                                          cfg['num_classes'])
-                s.recompiled |= dynamo_counts()[0] != graphs
-                s.times.append(t)
-                s.step_mem.append(step_mem)
-                s.peak_mem.append(peak)
-                budget.measurements += 1
-            else:
-                continue
+    for s in settings:
+        if not budget.may_go_on(deadline):
+            note = f'{s.name} and later not warmed up'
             break
-    if mode == 'reduce-overhead':
-        captured = 'no' if reasons else 'yes'
-        if device.type != 'cuda' or args.compile_backend != 'inductor':
-            captured = 'no'
-            reasons = reasons or [
+        graphs, breaks = dynamo_counts()
+        for _ in range(warm):
+            s.warmup.append(s.run(data, device, args.bf16,
+                                  cfg['num_classes'])[0])
+        after = dynamo_counts()
+        s.graphs, s.breaks = after[0] - graphs, after[1] - breaks
+        ready.append(s)
+    if len(ready) < 2:  # a TL-Align row needs its CutMix beside it
+        ready = []
+    for rep in range(cfg['reps']):
+        for s in ready:
+            end = hard_end if rep < MIN_ROUNDS else deadline
+            if not budget.may_go_on(end):
+                note = note or f'stopped in repetition {rep + 1}'
+                break
+            graphs = dynamo_counts()[0]
+            t, step_mem, peak = s.run(data, device, args.bf16,
+                                      cfg['num_classes'])
+            s.recompiled |= dynamo_counts()[0] != graphs
+            s.times.append(t)
+            s.step_mem.append(step_mem)
+            s.peak_mem.append(peak)
+            budget.measurements += 1
+        else:
+            continue
+        break
+    if mode == 'reduce-overhead' and (device.type != 'cuda' or
+                                      args.compile_backend != 'inductor'):
+        for s in settings:
+            s.capture_issues.append(
                 'CUDA graphs need inductor on a CUDA device '
-                f'(here: {args.compile_backend} on {device.type})']
-    else:
-        captured = None
+                f'(here: {args.compile_backend} on {device.type})')
     for s in settings:
         s.model = s.optim = None
     if device.type == 'cuda':
         torch.cuda.empty_cache()
-    return settings, note, captured, sorted(set(reasons))
+    return settings, note
 
 
-def rows_of(name, settings, note, captured, reasons):
+def rows_of(name, settings, note):
     cutmix = settings[0]
     ref_t = statistics.median(cutmix.times) if cutmix.times else None
     ref_m = max(cutmix.step_mem) if cutmix.step_mem else None
     ref_p = max(cutmix.peak_mem) if cutmix.peak_mem else None
     rows = []
     for s in settings:
+        captured = None
+        if s.mode == 'reduce-overhead':
+            captured = 'no' if s.capture_issues else 'yes'
         row = dict(model=name, setting=s.name, method=s.method, mode=s.mode,
                    path=s.path, default_path=s.default, reps=len(s.times),
                    step_s=None, step_ratio=None, step_mib=None,
                    mem_ratio=None, peak_mib=None, peak_ratio=None,
                    compile_s=None, graphs=s.graphs, graph_breaks=s.breaks,
                    recompiled_while_timed=s.recompiled, captured=captured,
-                   capture_issues=reasons if captured == 'no' else [],
+                   capture_issues=sorted(set(s.capture_issues)),
                    note=f'budget: {note}' if note else '')
         if s.times:
             t = statistics.median(s.times)
@@ -662,8 +667,8 @@ def markdown(report):
         lines.append(
             f"| {r['model']} | {r['setting']} | {path} | {r['reps']} | "
             f"{_f(r['step_s'] and r['step_s'] * 1e3, '.1f')} | "
-            f"{_f(r['step_ratio'], '.3f')} | {_f(r['step_mib'], '.0f')} | "
-            f"{_f(r['mem_ratio'], '.3f')} | {_f(r['peak_mib'], '.0f')} | "
+            f"{_f(r['step_ratio'], '.3f')} | {_f(r['step_mib'], '.1f')} | "
+            f"{_f(r['mem_ratio'], '.3f')} | {_f(r['peak_mib'], '.1f')} | "
             f"{_f(r['peak_ratio'], '.3f')} | {_f(r['compile_s'], '.1f')} | "
             f"{graphs} | {note} |")
     lines.append('')
@@ -699,7 +704,7 @@ def parse_args(argv=None):
     parser.add_argument('--models', default=','.join(MODELS))
     parser.add_argument('--modes', default=','.join(MODES))
     parser.add_argument('--reps', type=int, default=None,
-                        help='timed rounds per phase (20; --tiny: 3)')
+                        help='timed rounds per phase (30; --tiny: 2)')
     parser.add_argument('--no-bf16', dest='bf16', action='store_false')
     parser.add_argument('--compile-backend', default=None,
                         help="torch.compile's backend (inductor; --tiny on "
@@ -764,12 +769,12 @@ def main(argv=None):
         share = (measure_end - time.perf_counter()) * weights[i] / sum(
             weights[i:])
         t0 = time.perf_counter()
-        settings, note, captured, reasons = measure(
+        settings, note = measure(
             key, mode, cfg, data, device, args, models[name]['paths'],
-            models[name]['state'], budget, t0 + max(share, 0.))
+            models[name]['state'], budget, t0 + max(share, 0.), measure_end)
         if note:
             budget.stop(f'{name} {mode}: {note}')
-        rows += rows_of(name, settings, note, captured, reasons)
+        rows += rows_of(name, settings, note)
         print(f'  {name} {mode}: {time.perf_counter() - t0:.1f} s, '
               f'{sum(len(s.times) for s in settings)} timed steps '
               f'{note}', flush=True)
