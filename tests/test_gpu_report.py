@@ -124,3 +124,32 @@ def test_label_path_forces_and_names_the_path_then_restores(gpu_report):
     torch.testing.assert_close(attended['sdpa'], attended[None])
     assert {n: getattr(fa, n) for n in before} == before
     assert gpu_report.path_name(collections.Counter()) == 'softmax'
+
+
+def test_a_failing_setting_is_reported_and_the_run_goes_on(gpu_report,
+                                                          tmp_path,
+                                                          monkeypatch):
+    """A GPU minute lost to one compile error must not lose the rest."""
+    compile_model = gpu_report.compile_model
+
+    def failing(model, mode, backend):
+        compile_model(model, mode, backend)
+        if type(model).__name__ == 'TLAlignClassifier':
+            def forward(*args, **kwargs):
+                raise RuntimeError('inductor says no')
+            model.forward = forward
+        return model
+
+    monkeypatch.setattr(gpu_report, 'compile_model', failing)
+    gpu_report.main(['--device', 'cpu', '--tiny', '--models', 'deit-small',
+                     '--modes', 'compile,eager', '--no-tests',
+                     '--out', str(tmp_path)])
+    report, table = read(tmp_path)
+    rows = {r['setting']: r for r in report['rows']}
+    for setting in ('tlalign[explicit]+compile', 'tlalign[sdpa]+compile'):
+        assert rows[setting]['error'] == 'RuntimeError: inductor says no'
+        assert rows[setting]['reps'] == 0
+    assert 'failed: RuntimeError: inductor says no' in table
+    # the phase after it is measured
+    assert rows['tlalign[explicit]']['reps'] == 2
+    assert rows['tlalign[explicit]']['step_ratio'] > 0

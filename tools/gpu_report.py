@@ -58,7 +58,10 @@ from mmpretrain.structures import DataSample  # noqa: E402
 
 def _load_benchmark():
     # tools/ is no package: load tools/benchmark.py by path, under its own
-    # name, so its build/step functions are reused rather than copied.
+    # name, so its build/step functions are reused rather than copied; with
+    # tools/ on the path, as it is for a script run from there.
+    if osp.join(ROOT, 'tools') not in sys.path:
+        sys.path.append(osp.join(ROOT, 'tools'))
     spec = importlib.util.spec_from_file_location(
         'gpu_report_benchmark', osp.join(ROOT, 'tools', 'benchmark.py'))
     module = importlib.util.module_from_spec(spec)
@@ -279,6 +282,7 @@ class Setting:
         self.recompiled = False
         self.default = False
         self.capture_issues = []  # why inductor did not capture CUDA graphs
+        self.error = None  # what stopped this setting, if anything
 
     @property
     def name(self):
@@ -410,14 +414,19 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
             note = f'{s.name} and later not warmed up'
             break
         graphs, breaks = dynamo_counts()
-        for _ in range(warm):
-            s.warmup.append(s.run(data, device, args.bf16,
-                                  cfg['num_classes'])[0])
-        after = dynamo_counts()
-        s.graphs, s.breaks = after[0] - graphs, after[1] - breaks
+        try:
+            for _ in range(warm):
+                s.warmup.append(s.run(data, device, args.bf16,
+                                      cfg['num_classes'])[0])
+        except Exception as err:  # noqa: BLE001  (reported, not fatal)
+            s.error = failure(err)
+            continue
+        finally:
+            after = dynamo_counts()
+            s.graphs, s.breaks = after[0] - graphs, after[1] - breaks
         ready.append(s)
-    if len(ready) < 2:  # a TL-Align row needs its CutMix beside it
-        ready = []
+    if ready[:1] != settings[:1] or len(ready) < 2:
+        ready = []  # a TL-Align row needs its CutMix beside it
     for rep in range(cfg['reps']):
         for s in ready:
             end = hard_end if rep < MIN_ROUNDS else deadline
@@ -425,8 +434,13 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
                 note = note or f'stopped in repetition {rep + 1}'
                 break
             graphs = dynamo_counts()[0]
-            t, step_mem, peak = s.run(data, device, args.bf16,
-                                      cfg['num_classes'])
+            try:
+                t, step_mem, peak = s.run(data, device, args.bf16,
+                                          cfg['num_classes'])
+            except Exception as err:  # noqa: BLE001  (reported, not fatal)
+                s.error = failure(err)
+                ready = [r for r in ready if r is not s]
+                continue
             s.recompiled |= dynamo_counts()[0] != graphs
             s.times.append(t)
             s.step_mem.append(step_mem)
@@ -448,6 +462,12 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
     return settings, note
 
 
+def failure(err):
+    """An exception as one line of the report (the run goes on)."""
+    lines = str(err).strip().splitlines()
+    return f'{type(err).__name__}: {lines[0][:300] if lines else ""}'
+
+
 def rows_of(name, settings, note):
     cutmix = settings[0]
     ref_t = statistics.median(cutmix.times) if cutmix.times else None
@@ -465,7 +485,7 @@ def rows_of(name, settings, note):
                    compile_s=None, graphs=s.graphs, graph_breaks=s.breaks,
                    recompiled_while_timed=s.recompiled, captured=captured,
                    capture_issues=sorted(set(s.capture_issues)),
-                   note=f'budget: {note}' if note else '')
+                   error=s.error, note=f'budget: {note}' if note else '')
         if s.times:
             t = statistics.median(s.times)
             row.update(step_s=t, step_mib=max(s.step_mem) / 2**20,
@@ -660,6 +680,8 @@ def markdown(report):
         if r['captured'] == 'no':
             note = '; '.join(filter(None, [note, 'not captured: ' + '; '.join(
                 r['capture_issues'])]))
+        if r['error']:
+            note = '; '.join(filter(None, [note, 'failed: ' + r['error']]))
         if r['recompiled_while_timed']:
             note = '; '.join(filter(None, [note, 'recompiled while timed']))
         graphs = '' if r['mode'] == 'eager' else \
@@ -760,18 +782,25 @@ def main(argv=None):
                                      reason='budget spent before it'))
             budget.stop(f'{name} {mode} not started')
             continue
-        if name not in models:
-            torch.manual_seed(0)
-            base = benchmark.build(key, 'cutmix', cfg['num_classes'])
-            models[name] = dict(state=base.state_dict())
-            models[name]['paths'] = detect_paths(
-                key, cfg, data, device, args, models[name]['state'])
         share = (measure_end - time.perf_counter()) * weights[i] / sum(
             weights[i:])
         t0 = time.perf_counter()
-        settings, note = measure(
-            key, mode, cfg, data, device, args, models[name]['paths'],
-            models[name]['state'], budget, t0 + max(share, 0.), measure_end)
+        try:
+            if name not in models:
+                torch.manual_seed(0)
+                base = benchmark.build(key, 'cutmix', cfg['num_classes'])
+                state = base.state_dict()
+                models[name] = dict(state=state, paths=detect_paths(
+                    key, cfg, data, device, args, state))
+            settings, note = measure(
+                key, mode, cfg, data, device, args, models[name]['paths'],
+                models[name]['state'], budget, t0 + max(share, 0.),
+                measure_end)
+        except Exception as err:  # noqa: BLE001  (reported, not fatal)
+            traceback.print_exc()
+            not_measured.append(dict(model=name, mode=mode,
+                                     reason='failed: ' + failure(err)))
+            continue
         if note:
             budget.stop(f'{name} {mode}: {note}')
         rows += rows_of(name, settings, note)
@@ -781,10 +810,15 @@ def main(argv=None):
     sync = dict(model=None, mixing='not run', model_step='not run')
     tests = dict(outcome='not run (--no-tests)', files=[])
     if args.tests:
-        if budget.left() > 0:
-            name = args.models[0]
-            sync = sync_check((TINY_PREFIX if args.tiny else '') + name, cfg,
-                              data, device, args, models[name]['state'])
+        name = args.models[0]
+        if budget.left() > 0 and name in models:
+            try:
+                sync = sync_check((TINY_PREFIX if args.tiny else '') + name,
+                                  cfg, data, device, args,
+                                  models[name]['state'])
+            except Exception as err:  # noqa: BLE001  (reported, not fatal)
+                sync = dict(mixing='failed: ' + failure(err),
+                            model_step='not run')
             sync['model'] = name
         else:
             sync = dict(model=args.models[0], mixing='not run: budget spent',
