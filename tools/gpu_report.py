@@ -217,6 +217,7 @@ class Budget:
         self.start = time.perf_counter()
         self.measurements = 0
         self.cut = None  # where the budget first cut a phase short
+        self.warmup_s = {}  # the longest warm-up so far, by mode
 
     def elapsed(self):
         return time.perf_counter() - self.start
@@ -385,10 +386,13 @@ def detect_paths(name, cfg, data, device, args, base_state):
 def measure(name, mode, cfg, data, device, args, paths, base_state,
             budget, deadline, hard_end):
     """Interleaved steps of CutMix and each TL-Align path in ``mode``, until
-    ``cfg['reps']`` rounds or ``deadline`` (this phase's share), though
-    :data:`MIN_ROUNDS` rounds of what was warmed up are taken up to
-    ``hard_end`` (compiling is the expensive part: its steps are not
-    thrown away). Returns the settings and a note of what the budget cut."""
+    ``cfg['reps']`` rounds or ``deadline`` (this phase's share). Compiling
+    is the expensive part, so what is compiled is not thrown away: CutMix
+    and the default path are warmed up, and :data:`MIN_ROUNDS` rounds
+    taken, up to ``hard_end`` (a later phase then gets less); the other
+    paths only within ``deadline``; and no warm-up starts that the longest
+    one so far in this mode would take past its end. Returns the settings
+    and a note of what the budget cut."""
     default, others = paths
     settings = [Setting('cutmix', mode, None,
                         build(name, 'cutmix', cfg, device, base_state))]
@@ -409,8 +413,9 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
     warm = 1 if mode == 'eager' else cfg['compiled_warmup']
     note = ''
     ready = []
-    for s in settings:
-        if not budget.may_go_on(deadline):
+    for i, s in enumerate(settings):
+        end = (hard_end if i < 2 else deadline) - budget.warmup_s.get(mode, 0)
+        if not budget.may_go_on(end):
             note = f'{s.name} and later not warmed up'
             break
         graphs, breaks = dynamo_counts()
@@ -424,6 +429,8 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
         finally:
             after = dynamo_counts()
             s.graphs, s.breaks = after[0] - graphs, after[1] - breaks
+            budget.warmup_s[mode] = max(budget.warmup_s.get(mode, 0),
+                                        sum(s.warmup))
         ready.append(s)
     if ready[:1] != settings[:1] or len(ready) < 2:
         ready = []  # a TL-Align row needs its CutMix beside it
@@ -468,7 +475,7 @@ def failure(err):
     return f'{type(err).__name__}: {lines[0][:300] if lines else ""}'
 
 
-def rows_of(name, settings, note):
+def rows_of(name, settings, note, planned):
     cutmix = settings[0]
     ref_t = statistics.median(cutmix.times) if cutmix.times else None
     ref_m = max(cutmix.step_mem) if cutmix.step_mem else None
@@ -485,7 +492,10 @@ def rows_of(name, settings, note):
                    compile_s=None, graphs=s.graphs, graph_breaks=s.breaks,
                    recompiled_while_timed=s.recompiled, captured=captured,
                    capture_issues=sorted(set(s.capture_issues)),
-                   error=s.error, note=f'budget: {note}' if note else '')
+                   error=s.error,
+                   # the budget's note on the rows it cut short
+                   note=f'budget: {note}' if note and len(s.times) < planned
+                   else '')
         if s.times:
             t = statistics.median(s.times)
             row.update(step_s=t, step_mib=max(s.step_mem) / 2**20,
@@ -803,7 +813,7 @@ def main(argv=None):
             continue
         if note:
             budget.stop(f'{name} {mode}: {note}')
-        rows += rows_of(name, settings, note)
+        rows += rows_of(name, settings, note, cfg['reps'])
         print(f'  {name} {mode}: {time.perf_counter() - t0:.1f} s, '
               f'{sum(len(s.times) for s in settings)} timed steps '
               f'{note}', flush=True)
