@@ -153,3 +153,19 @@ def test_a_failing_setting_is_reported_and_the_run_goes_on(gpu_report,
     # the phase after it is measured
     assert rows['tlalign[explicit]']['reps'] == 2
     assert rows['tlalign[explicit]']['step_ratio'] > 0
+
+
+def test_cudagraph_skip_reasons_are_collected(gpu_report):
+    """Inductor says why it does not capture CUDA graphs through one
+    function, which its modules import by name: each call is collected."""
+    import importlib
+    callers = [importlib.import_module(f'torch._inductor.{name}')
+               for name in ('cudagraph_utils', 'compile_fx', 'output_code',
+                            'cudagraph_trees')]
+    before = [m.log_cudagraph_skip_and_bump_counter for m in callers]
+    reasons = []
+    with gpu_report.cudagraph_skips(reasons):
+        for i, module in enumerate(callers):
+            module.log_cudagraph_skip_and_bump_counter(f'reason {i}')
+    assert reasons == [f'reason {i}' for i in range(len(callers))]
+    assert [m.log_cudagraph_skip_and_bump_counter for m in callers] == before
