@@ -75,6 +75,9 @@ def test_dry_run_writes_every_model_and_setting_with_ratios(gpu_report,
     assert rows[('deit-small', 'tlalign[explicit]')]['default_path']
     assert report['not_measured'] == [] and report['budget']['stop'] is None
     assert 'everything planned was measured' in table
+    # the targets line counts the 12 default-path TL-Align rows
+    assert 'step ≤ 1.05× CutMix in ' in table
+    assert 'memory 1.00× in 12 of 12' in table
     # the CUDA cases were collected and, without CUDA, skipped
     tests = report['cuda_tests']
     assert 'tests/models/test_fused_kernels.py' in tests['files']
@@ -98,6 +101,8 @@ def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
     # what was not started is listed, not left out
     assert len(report['not_measured']) == 11
     assert 'budget spent' in report['cuda_tests']['outcome']
+    assert 'targets (the package\'s default path): no TL-Align row ' \
+        'measured' in table
 
 
 def test_label_path_forces_and_names_the_path_then_restores(gpu_report):

@@ -665,6 +665,22 @@ def _f(value, fmt):
     return '' if value is None else format(value, fmt)
 
 
+def against_targets(rows):
+    """The issue's targets, on the default-path TL-Align rows: at most
+    1.05x CutMix's step, 1.00x its memory (the step's own, to 0.5%)."""
+    measured = [r for r in rows if r['method'] == 'tlalign'
+                and r['default_path'] and r['step_ratio'] is not None]
+    if not measured:
+        return 'no TL-Align row measured'
+    slow = [r for r in measured if r['step_ratio'] > 1.05]
+    heavy = [r for r in measured if (r['mem_ratio'] or 1.) > 1.005]
+    worst = max(measured, key=lambda r: r['step_ratio'])
+    return (f"step ≤ 1.05× CutMix in {len(measured) - len(slow)} of "
+            f"{len(measured)} rows (the most: {worst['step_ratio']:.3f}, "
+            f"{worst['model']} {worst['setting']}); memory 1.00× in "
+            f"{len(measured) - len(heavy)} of {len(measured)}")
+
+
 def markdown(report):
     env, cfg = report['environment'], report['config']
     lines = [
@@ -704,6 +720,8 @@ def markdown(report):
             f"{_f(r['peak_ratio'], '.3f')} | {_f(r['compile_s'], '.1f')} | "
             f"{graphs} | {note} |")
     lines.append('')
+    lines.append(f"- targets (the package's default path): "
+                 f"{against_targets(report['rows'])}")
     for item in report['not_measured']:
         lines.append(f"- not measured: {item['model']} {item['mode']}: "
                      f"{item['reason']}")
