@@ -57,6 +57,14 @@ def _dtype(spec, state):
     return _Reduce(np.dtype, (spec, False, True), state)
 
 
+def hidden_object_array():
+    """A float64 array whose dtype's pickled flags claim it holds Python
+    objects: numpy would read the raw bytes as object pointers."""
+    return _Reduce(_reconstruct, (np.ndarray, (0, ), b'b'),
+                   (1, (2, ), _dtype('f8', (3, '<', None, None, None, -1, -1,
+                                            1)), False, b'A' * 16))
+
+
 def _mutating_state(buffer):
     return dict(max_length=10, _log_history=np.array([1., 3.]),
                 _count_history=np.array([1, 1]),
@@ -103,10 +111,7 @@ def _payloads(marker):
             'best': _Reduce(scalar, (_dtype('S8', (3, '|', None, None, None,
                                                    8, 1, 33)), b'A' * 8))}),
         'hidden_object_array.pth': dict(state_dict=plain, meta={
-            'x': _Reduce(_reconstruct, (np.ndarray, (0, ), b'b'),
-                         (1, (2, ), _dtype('f8', (3, '<', None, None, None,
-                                                  -1, -1, 1)), False,
-                          b'A' * 16))}),
+            'x': hidden_object_array()}),
         'object_array.pth': dict(state_dict=plain, meta={
             'x': np.array([1, 'a'], dtype=object)}),
         'header_huge.pth': dict(state_dict={'w': _tensor((10**12, ), 0,
@@ -126,15 +131,17 @@ def _payloads(marker):
 
 
 def _deflated(path):
-    """A 300 MB record of zeros, deflated to a few hundred kB."""
-    torch.save({'state_dict': {'w': torch.ones(2)}}, path)
+    """A checkpoint whose one tensor record (300 MB of zeros) is deflated
+    to a few hundred kB: a valid archive that inflates when loaded."""
+    torch.save({'state_dict': {'w': torch.zeros(BOMB_BYTES // 4)}}, path)
     with zipfile.ZipFile(path) as z:
         records = [(i, z.read(i)) for i in z.infolist()]
     with zipfile.ZipFile(path, 'w') as z:
         for info, data in records:
+            big = len(data) == BOMB_BYTES
+            info.compress_type = zipfile.ZIP_DEFLATED if big else \
+                zipfile.ZIP_STORED
             z.writestr(info, data)
-        z.writestr('archive/data/99', b'\0' * BOMB_BYTES,
-                   compress_type=zipfile.ZIP_DEFLATED)
 
 
 def _bit_flipped(path):

@@ -103,7 +103,7 @@ EXPECTED = {
     'top_level_list.pth': 'it holds a list',
     'meta_epoch_negative.pth': "meta['epoch'] = -5 is not an integer",
     'meta_iter_absurd.pth': "meta['iter'] = 1000000000000000.0 is not",
-    'deflated_record.pth': "record 'archive/data/99' is compressed",
+    'deflated_record.pth': "record 'deflated_record/data/0' is compressed",
     'bit_flipped.pth': 'corrupt or crafted',
     'a_directory.pth': 'it is a directory',
 }

@@ -1,10 +1,10 @@
 """Export the backbone of a classifier checkpoint as a tensors-only file.
 
 A TL-Align (or CutMix) ImageNet checkpoint written by mmengine's Runner is
-``{'meta', 'state_dict', 'message_hub', 'optimizer', 'param_schedulers'}``
-and needs ``tlalign_mm``'s allow-list to load with ``weights_only=True``.
-The export keeps only the ``backbone.*`` tensors and plain-typed ``meta``,
-so it loads with ``torch.load(path, weights_only=True)`` in any
+``{'meta', 'state_dict', 'message_hub', 'optimizer', 'param_schedulers'}``.
+The export keeps only the ``backbone.*`` tensors and plain-typed ``meta``
+(the pretraining backbone config is parsed from ``meta['cfg']``, never
+executed), so it loads with ``torch.load(path, weights_only=True)`` in any
 environment, and is a fraction of the size.
 
 The key layout is mmpretrain's for every target: the downstream configs of
