@@ -1,34 +1,30 @@
 """Hostile checkpoint files, and a runner that loads them on every path.
 
-Each ``CRAFTED`` entry writes a file with :func:`torch.save`, using objects
-whose ``__reduce__`` makes the pickle a real attacker would write. They are
-loaded in a *subprocess* (``python -m tests.crafted_checkpoints DIR``): a
-file that crashes numpy kills that process, not pytest. It prints one JSON
-line per (file, loading path) and finally ``{"done": ...}``.
+Each case writes a file a real attacker could write (``torch.save`` of
+objects whose ``__reduce__`` is the payload, or bytes edited after the
+save). They are loaded in a *subprocess* (``python -m
+tests.crafted_checkpoints DIR``, with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``):
+a file that crashes the process kills that process, not pytest. It prints
+one JSON line per (file, loading path) and finally ``{"done": true}``.
 
-Loading paths:
+Loading paths (after the config opt-in line's import,
+``tlalign_mm.checkpoint.install``):
 
-* ``mmengine``: mmengine's ``_load_checkpoint`` after
-  ``install_safe_loaders()`` (what ``load_from``, ``--resume`` and
-  ``init_cfg=Pretrained`` use);
-* ``direct``: :func:`tlalign_mm.checkpoint_safety.
-  load_checkpoint_weights_only`;
-* ``torch``: plain ``torch.load(weights_only=True)`` with only the
-  allow-list of ``import tlalign_mm`` (no loaders installed);
-* ``env``, ``open-mmlab``, ``https``, ``s3``, ``pretrained``: with
-  ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``: mmengine's local scheme, an
-  ``open-mmlab://`` name resolved through ``$MMENGINE_HOME/open_mmlab.json``
-  to the file, an ``https://`` URL whose file is in the torch hub cache, an
-  ``s3://`` path read through a stand-in petrel backend, a ``pavi://`` path
-  downloaded by a stand-in ``pavi`` module, and the strict
-  ``Pretrained`` initializer's reader (``load_backbone_state_dict``).
+* ``mmengine``: mmengine's ``load_checkpoint`` (what ``load_from``,
+  ``--resume`` and ``tools/test.py`` reach);
+* ``https``: an ``https://`` URL whose file is in the torch hub cache;
+* ``open-mmlab``: an ``open-mmlab://`` name resolved through mmengine's
+  model-zoo table to that URL;
+* ``pretrained``: the strict ``init_cfg=dict(type='Pretrained',
+  _scope_='tlalign_mm.downstream')`` on a model.
 """
+import collections
 import json
 import os
 import os.path as osp
 import shutil
 import sys
-import types
+import zipfile
 
 import numpy as np
 import torch
@@ -39,9 +35,10 @@ try:  # numpy >= 2.0
 except ImportError:  # pragma: no cover
     from numpy.core.multiarray import _reconstruct, scalar
 
-#: file name -> what the runner must find afterwards in the tmp dir if the
-#: payload ran (every code-running payload creates this marker)
+#: every code-running payload creates this file in the folder
 MARKER = 'payload_ran.txt'
+#: the size the deflated record inflates to
+BOMB_BYTES = 300 * 2**20
 
 
 class _Reduce:
@@ -56,25 +53,16 @@ class _Reduce:
         return (self.fn, self.args, self.state)
 
 
-def crafted_dtype(spec, state):
-    """``numpy.dtype(spec, False, True)`` with a BUILD ``state``."""
+def _dtype(spec, state):
     return _Reduce(np.dtype, (spec, False, True), state)
 
 
-def hidden_object_scalar():
-    """A bytes dtype whose pickled flags claim it holds Python objects
-    (NPY_ITEM_REFCOUNT | NPY_USE_GETITEM): numpy then treats the 8 raw
-    file bytes as an object pointer. Unchecked, ``scalar()`` segfaults
-    inside the unpickler."""
-    dtype = crafted_dtype('S8', (3, '|', None, None, None, 8, 1, 33))
-    return _Reduce(scalar, (dtype, b'\x41' * 8))
-
-
 def hidden_object_array():
-    """A float64 dtype with object flags, and an array of raw bytes."""
-    dtype = crafted_dtype('f8', (3, '<', None, None, None, -1, -1, 1))
+    """A float64 array whose dtype's pickled flags claim it holds Python
+    objects: numpy would read the raw bytes as object pointers."""
     return _Reduce(_reconstruct, (np.ndarray, (0, ), b'b'),
-                   (1, (2, ), dtype, False, b'\x41' * 16))
+                   (1, (2, ), _dtype('f8', (3, '<', None, None, None, -1, -1,
+                                            1)), False, b'A' * 16))
 
 
 def _mutating_state(buffer):
@@ -83,53 +71,85 @@ def _mutating_state(buffer):
                 statistics_methods={'mean': HistoryBuffer.max})
 
 
-class mutating_history_buffer:
-    """While active, a pickled HistoryBuffer's statistics map 'mean' to
-    ``max``: mmengine's ``__setstate__`` would install that for every
-    HistoryBuffer in the process that loads it."""
+class _Exec:
+    """``getattr(getattr(getattr, '__self__'), 'exec')``: the builtins
+    module's exec, reached from ``builtins.getattr``, called through
+    ``torch._tensor._rebuild_from_type_v2`` (allowed by torch)."""
 
-    def __enter__(self):
-        self.saved = HistoryBuffer.__getstate__
-        HistoryBuffer.__getstate__ = _mutating_state
-        return HistoryBuffer([1., 3.], [1, 1])
-
-    def __exit__(self, *exc):
-        HistoryBuffer.__getstate__ = self.saved
-
-
-class CreatesFile:
-    """Unpickling this calls ``open(target, 'w')``, creating ``target``."""
-
-    def __init__(self, target):
-        self.target = str(target)
+    def __init__(self, code):
+        self.code = code
 
     def __reduce__(self):
-        return (open, (self.target, 'w'))
+        builtins = _Reduce(getattr, (getattr, '__self__'))
+        return (torch._tensor._rebuild_from_type_v2,
+                (_Reduce(getattr, (builtins, 'exec')), torch.Tensor,
+                 (self.code, ), {}))
+
+
+def _tensor(size, offset, stride):
+    storage = torch.ones(4).untyped_storage()
+    return _Reduce(torch._utils._rebuild_tensor_v2,
+                   (torch.storage.TypedStorage(
+                       wrap_storage=storage, dtype=torch.float32,
+                       _internal=True), offset, size, stride, False,
+                    collections.OrderedDict()))
 
 
 def _payloads(marker):
-    """name -> the checkpoint dict holding the payload."""
-    plain = {'state_dict': {'w': torch.ones(2)}}
+    """name -> what ``torch.save`` writes."""
+    plain = {'w': torch.ones(2)}
+    system = _Reduce(os.system, (f'touch {marker}', ))
     return {
-        'hidden_object_scalar.pth':
-        dict(plain, meta={'best_score': hidden_object_scalar()}),
-        'hidden_object_array.pth':
-        dict(plain, meta={'class_weights': hidden_object_array()}),
-        'object_array.pth':
-        dict(plain, meta={'x': np.array([1, 'a'], dtype=object)}),
-        'structured_array.pth':
-        dict(plain, meta={'x': np.zeros(2, dtype=[('a', 'f8')])}),
-        'reduce_in_meta.pth':
-        dict(plain, meta={'dataset_meta': {'classes': [CreatesFile(
-            marker)]}}),
-        'reduce_in_message_hub.pth':
-        dict(plain, message_hub={'runtime_info': {'eta': CreatesFile(
-            marker)}}),
-        'reduce_in_optimizer.pth':
-        dict(plain, optimizer={'state': {0: {'exp_avg': torch.zeros(2),
-                                             'step': CreatesFile(marker)}},
-                               'param_groups': [{'lr': 1e-3}]}),
+        'reduce_system.pth': dict(state_dict=plain, meta={'x': system}),
+        'reduce_open_in_hub.pth': dict(
+            state_dict=plain,
+            message_hub={'runtime_info': {'eta': _Reduce(open, (marker,
+                                                                'w'))}}),
+        'exec_via_getattr.pth': dict(state_dict=plain, meta={
+            'x': _Exec(f'open({marker!r}, "w").close()')}),
+        'hidden_object_scalar.pth': dict(state_dict=plain, meta={
+            'best': _Reduce(scalar, (_dtype('S8', (3, '|', None, None, None,
+                                                   8, 1, 33)), b'A' * 8))}),
+        'hidden_object_array.pth': dict(state_dict=plain, meta={
+            'x': hidden_object_array()}),
+        'object_array.pth': dict(state_dict=plain, meta={
+            'x': np.array([1, 'a'], dtype=object)}),
+        'header_huge.pth': dict(state_dict={'w': _tensor((10**12, ), 0,
+                                                         (1, ))}),
+        'header_zero_stride.pth': dict(state_dict={'w': _tensor(
+            (10**12, ), 0, (0, ))}),
+        'header_offset.pth': dict(state_dict={'w': _tensor((4, ), 10**9,
+                                                           (1, ))}),
+        'header_negative_stride.pth': dict(state_dict={'w': _tensor(
+            (4, ), 3, (-1, ))}),
+        'top_level_list.pth': [torch.ones(2)],
+        'meta_epoch_negative.pth': dict(state_dict=plain,
+                                        meta=dict(epoch=-5, iter=10)),
+        'meta_iter_absurd.pth': dict(state_dict=plain,
+                                     meta=dict(epoch=1, iter=1e15)),
     }
+
+
+def _deflated(path):
+    """A checkpoint whose one tensor record (300 MB of zeros) is deflated
+    to a few hundred kB: a valid archive that inflates when loaded."""
+    torch.save({'state_dict': {'w': torch.zeros(BOMB_BYTES // 4)}}, path)
+    with zipfile.ZipFile(path) as z:
+        records = [(i, z.read(i)) for i in z.infolist()]
+    with zipfile.ZipFile(path, 'w') as z:
+        for info, data in records:
+            big = len(data) == BOMB_BYTES
+            info.compress_type = zipfile.ZIP_DEFLATED if big else \
+                zipfile.ZIP_STORED
+            z.writestr(info, data)
+
+
+def _bit_flipped(path):
+    torch.save({'state_dict': {'w': torch.ones(2)}}, path)
+    data = bytearray(open(path, 'rb').read())
+    at = data.index(b'data.pkl') + 40  # inside the pickle's bytes
+    data[at] ^= 0xFF
+    open(path, 'wb').write(bytes(data))
 
 
 def write_all(folder):
@@ -138,131 +158,88 @@ def write_all(folder):
     for name, payload in _payloads(osp.join(folder, MARKER)).items():
         torch.save(payload, osp.join(folder, name))
         names.append(name)
-    name = 'history_buffer_mutation.pth'
-    with mutating_history_buffer() as buffer:
-        torch.save({'state_dict': {'w': torch.ones(2)},
-                    'message_hub': {'log_scalars': {'train/loss': buffer}}},
-                   osp.join(folder, name))
-    return names + [name]
+    # a HistoryBuffer whose pickled statistics map 'mean' to max: mmengine's
+    # __setstate__ would install that for every HistoryBuffer
+    saved, HistoryBuffer.__getstate__ = HistoryBuffer.__getstate__, \
+        _mutating_state
+    try:
+        torch.save({'state_dict': {'w': torch.ones(2)}, 'message_hub': {
+            'log_scalars': {'loss': HistoryBuffer([1.], [1])},
+            'runtime_info': {}, 'resumed_keys': {}}},
+            osp.join(folder, 'history_buffer_mutation.pth'))
+    finally:
+        HistoryBuffer.__getstate__ = saved
+    _deflated(osp.join(folder, 'deflated_record.pth'))
+    _bit_flipped(osp.join(folder, 'bit_flipped.pth'))
+    os.makedirs(osp.join(folder, 'a_directory.pth'), exist_ok=True)
+    return names + ['history_buffer_mutation.pth', 'deflated_record.pth',
+                    'bit_flipped.pth', 'a_directory.pth']
 
 
 def history_statistics_intact():
     buffer = HistoryBuffer([1., 3.], [1, 1])
-    return bool(buffer.statistics('mean') == 2.
-                and buffer.statistics('max') == 3. and buffer.mean() == 2.)
-
-
-class _FakePaviModel:
-    """Stands in for a pavi modelcloud entry: ``download`` copies the file."""
-
-    def __init__(self, folder, name):
-        self.folder, self.name = folder, name
-
-    def download(self, path):
-        shutil.copy(osp.join(self.folder, self.name), path)
-
-
-class _FakePetrel:
-    """Stands in for mmengine's petrel (s3://) backend: reads local files."""
-
-    def __init__(self, folder, **kwargs):
-        self.folder = folder
-
-    def get(self, filepath):
-        with open(osp.join(self.folder, filepath.split('/')[-1]), 'rb') as f:
-            return f.read()
+    return bool(buffer.statistics('mean') == 2. and buffer.mean() == 2.)
 
 
 def _paths(folder):
     """loading path -> function(name) that loads the crafted file."""
-    from mmengine.fileio.backends import backends
-    from mmengine.runner.checkpoint import _load_checkpoint
+    from mmengine.registry import MODELS
+    from mmengine.runner import load_checkpoint
 
-    from tlalign_mm.checkpoint_safety import (
-        install_safe_loaders,
-        load_checkpoint_weights_only,
-    )
-    from tlalign_mm.downstream.strict_pretrained import (
-        load_backbone_state_dict,
-    )
+    model = torch.nn.Linear(2, 1)
+    init = dict(type='Pretrained', _scope_='tlalign_mm.downstream',
+                prefix='', strict=True)
 
-    def forced(fn):
+    def pretrained(name):
+        from mmengine.model import BaseModule
 
-        def load(name):
-            os.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD'] = '1'
-            try:
-                return fn(name)
-            finally:
-                del os.environ['TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD']
+        class Net(BaseModule):
 
-        return load
+            def __init__(self):
+                super().__init__(init_cfg=dict(init, checkpoint=osp.join(
+                    folder, name)))
+                self.w = torch.nn.Parameter(torch.ones(2))
 
-    def openmmlab(name):
-        return _load_checkpoint(f'open-mmlab://crafted/{name}')
-
-    def https(name):
-        return _load_checkpoint(f'https://example.invalid/{name}')
-
-    def s3(name):
-        saved = backends.get('petrel')
-        backends['petrel'] = lambda **kw: _FakePetrel(folder)
-        try:
-            return _load_checkpoint(f's3://bucket/{name}')
-        finally:
-            backends['petrel'] = saved
-
-    def pavi(name):
-        module = types.ModuleType('pavi')
-        module.modelcloud = types.SimpleNamespace(
-            get=lambda path: _FakePaviModel(folder, path.split('/')[-1]))
-        sys.modules['pavi'] = module
-        try:
-            return _load_checkpoint(f'pavi://crafted/{name}')
-        finally:
-            del sys.modules['pavi']
+        MODELS  # registries imported
+        Net().init_weights()
 
     return {
-        'torch': lambda name: torch.load(osp.join(folder, name),
-                                         weights_only=True),
-        'direct': lambda name: load_checkpoint_weights_only(
-            osp.join(folder, name)),
-        'install': lambda name: install_safe_loaders(),
-        'mmengine': lambda name: _load_checkpoint(osp.join(folder, name)),
-        'env': forced(lambda name: _load_checkpoint(osp.join(folder, name))),
-        'open-mmlab': forced(openmmlab),
-        'https': forced(https),
-        's3': forced(s3),
-        'pavi': forced(pavi),
-        'pretrained': forced(lambda name: load_backbone_state_dict(
-            osp.join(folder, name), prefix='')),
+        'mmengine': lambda name: load_checkpoint(model, osp.join(folder,
+                                                                 name)),
+        'https': lambda name: load_checkpoint(
+            model, f'https://example.invalid/{name}'),
+        'open-mmlab': lambda name: load_checkpoint(
+            model, f'open-mmlab://crafted/{name}'),
+        'pretrained': pretrained,
     }
 
 
 def _prepare_caches(folder, names):
-    """``$MMENGINE_HOME/open_mmlab.json`` and the torch hub cache, both
-    pointing at the crafted files (set before mmengine reads them)."""
-    home = osp.join(folder, 'mmengine_home')
-    os.makedirs(home, exist_ok=True)
-    with open(osp.join(home, 'open_mmlab.json'), 'w') as f:
-        json.dump({f'crafted/{n}': osp.join(folder, n) for n in names}, f)
-    os.environ['MMENGINE_HOME'] = home
+    """The torch hub cache holds the files; mmengine's open-mmlab table
+    maps ``crafted/NAME`` to their URLs."""
     cache = osp.join(folder, 'torch_home', 'hub', 'checkpoints')
     os.makedirs(cache, exist_ok=True)
     for n in names:
-        shutil.copy(osp.join(folder, n), osp.join(cache, n))
+        if osp.isfile(osp.join(folder, n)):
+            shutil.copy(osp.join(folder, n), osp.join(cache, n))
+        else:
+            os.makedirs(osp.join(cache, n), exist_ok=True)
     os.environ['TORCH_HOME'] = osp.join(folder, 'torch_home')
+    home = osp.join(folder, 'mmengine_home')
+    os.makedirs(home, exist_ok=True)
+    with open(osp.join(home, 'open_mmlab.json'), 'w') as f:
+        json.dump({f'crafted/{n}': f'https://example.invalid/{n}'
+                   for n in names}, f)
+    os.environ['MMENGINE_HOME'] = home
 
 
 def main(folder, names):
+    import resource
     _prepare_caches(folder, names)
-    from mmengine.runner.checkpoint import CheckpointLoader
-
-    import tlalign_mm  # noqa: F401  (allow-list only)
-    print(json.dumps({'local_loader_after_import': CheckpointLoader.
-                      _get_checkpoint_loader('x.pth').__name__}), flush=True)
-    paths = _paths(folder)
-    for path, load in paths.items():
-        for name in names if path != 'install' else ['-']:
+    import tlalign_mm  # noqa: F401
+    import tlalign_mm.checkpoint.install  # noqa: F401  the opt-in line
+    for path, load in _paths(folder).items():
+        for name in names:
             # printed first: if the load kills the process, the test names
             # the case from the last line
             print(json.dumps({'start': [name, path]}), flush=True)
@@ -277,6 +254,8 @@ def main(folder, names):
                 'file': name, 'path': path, 'outcome': outcome,
                 'statistics_intact': history_statistics_intact(),
                 'payload_ran': osp.exists(osp.join(folder, MARKER)),
+                'max_rss_mb': resource.getrusage(
+                    resource.RUSAGE_SELF).ru_maxrss // 1024,
             }), flush=True)
     print(json.dumps({'done': True}), flush=True)
 

@@ -63,13 +63,13 @@ def test_a_missing_b_checkpoint_names_its_variable_and_command(kind):
     from mmengine.registry import WEIGHT_INITIALIZERS
 
     import tlalign_mm.downstream  # noqa: F401
-    from tlalign_mm.downstream.strict_pretrained import BackboneLoadError
+    from tlalign_mm.checkpoint import CheckpointMismatchError
     path = B_DOWNSTREAM[2][0].format(kind)
     init = dict(load(path).model.backbone.init_cfg)
     assert not osp.exists(init['checkpoint'])
     init['checkpoint'] = 'checkpoints/does-not-exist.pth'
     initializer = WEIGHT_INITIALIZERS.build(init)
-    with pytest.raises(BackboneLoadError) as error:
+    with pytest.raises(CheckpointMismatchError) as error:
         initializer(torch.nn.Linear(1, 1))
     message = str(error.value)
     assert 'does-not-exist.pth' in message

@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
+from tlalign_mm.checkpoint import install, run_tool  # noqa: E402
 from tlalign_mm.downstream.export import TARGETS, check_export, export_backbone  # noqa: E402
 
 
@@ -96,7 +96,7 @@ def export_timm_main(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    install_safe_loaders()  # weights only, on every scheme, whatever the env
+    install()  # every load through tlalign_mm.checkpoint.load
     if args.format == 'timm':
         return export_timm_main(args)
     meta = export_backbone(args.checkpoint, args.out, args.to, args.prefix)
@@ -111,4 +111,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    run_tool(main)

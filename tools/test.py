@@ -12,8 +12,9 @@ Examples::
     python tools/test.py CONFIG CHECKPOINT [--out results.pkl]
     bash tools/dist_test.sh CONFIG CHECKPOINT 8
 
-The checkpoint is loaded with ``torch.load(weights_only=True)`` (see
-:mod:`tlalign_mm.checkpoint_safety`). ``--launcher pytorch`` works without
+The checkpoint is read by :func:`tlalign_mm.checkpoint.load` and loaded
+strictly; a refused file ends the run with one ``error:`` line (``--debug``
+shows the traceback). ``--launcher pytorch`` works without
 CUDA: see ``tools/train.py``.
 """
 import argparse
@@ -32,11 +33,10 @@ from mmengine.evaluator import DumpResults  # noqa: E402
 from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
-import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
-from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
+import tlalign_mm  # noqa: E402,F401  registers modules
+from tlalign_mm.checkpoint import add_checkpoint_hooks, install, run_tool  # noqa: E402,E501
 from tlalign_mm.datasets import check_config_datasets  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
-from tlalign_mm.engine import add_checkpoint_safety_hooks  # noqa: E402
 
 
 def parse_args():
@@ -244,16 +244,15 @@ def merge_args(cfg, args):
         cfg.merge_from_dict(args.cfg_options)
 
     # the checkpoint must fit the model (strict_load=False to opt out)
-    add_checkpoint_safety_hooks(cfg, training=False)
+    add_checkpoint_hooks(cfg, training=False)
     return cfg
 
 
 def main():
     args = parse_args()
-    # every checkpoint scheme through the weights-only loaders, whatever
-    # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says (import tlalign_mm only
-    # allow-lists the types mmengine checkpoints hold)
-    install_safe_loaders()
+    # every checkpoint mmengine loads through tlalign_mm.checkpoint.load,
+    # weights only whatever TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says
+    install()
 
     if args.out is None and args.out_item is not None:
         raise ValueError('Please use `--out` argument to specify the '
@@ -307,4 +306,4 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    run_tool(main)  # a refused file: one line (--debug: the traceback)

@@ -11,10 +11,10 @@ Examples::
     bash tools/dist_train.sh CONFIG 8 [--amp]
 
 ``import tlalign_mm`` registers this package's modules;
-:func:`~tlalign_mm.checkpoint_safety.install_safe_loaders` then routes every
-checkpoint mmengine loads (``--resume``, ``load_from``, ``Pretrained``
-init, any URL scheme) through ``torch.load(weights_only=True)`` and its
-checks (see :mod:`tlalign_mm.checkpoint_safety`).
+:func:`tlalign_mm.checkpoint.install` then routes every checkpoint mmengine
+loads (``--resume``, ``load_from``, ``Pretrained`` init, any scheme) through
+:func:`tlalign_mm.checkpoint.load`. A refused file ends the run with one
+``error:`` line (``--debug`` shows the traceback).
 
 Distributed training without CUDA: with ``--launcher pytorch`` on a machine
 where CUDA is unavailable, the process group is initialised here with
@@ -38,11 +38,10 @@ from mmengine.logging import print_log  # noqa: E402
 from mmengine.registry import RUNNERS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
 
-import tlalign_mm  # noqa: E402,F401  registers modules, checkpoint allow-list
-from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
+import tlalign_mm  # noqa: E402,F401  registers modules
+from tlalign_mm.checkpoint import add_checkpoint_hooks, install, run_tool  # noqa: E402,E501
 from tlalign_mm.datasets import check_config_datasets  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
-from tlalign_mm.engine import add_checkpoint_safety_hooks  # noqa: E402
 
 
 def parse_args():
@@ -186,7 +185,7 @@ def merge_args(cfg, args):
 
     # strict load_from / --resume (strict_load=False to opt out), atomic
     # checkpoint writes, auto-resume from the newest intact checkpoint
-    add_checkpoint_safety_hooks(cfg, training=True)
+    add_checkpoint_hooks(cfg, training=True)
     return cfg
 
 
@@ -202,10 +201,9 @@ def build_runner(cfg):
 
 def main():
     args = parse_args()
-    # every checkpoint scheme through the weights-only loaders, whatever
-    # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says (import tlalign_mm only
-    # allow-lists the types mmengine checkpoints hold)
-    install_safe_loaders()
+    # every checkpoint mmengine loads through tlalign_mm.checkpoint.load,
+    # weights only whatever TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD says
+    install()
 
     # load config
     cfg = Config.fromfile(args.config)
@@ -230,4 +228,4 @@ def main():
 
 
 if __name__ == '__main__':
-    main()
+    run_tool(main)  # a refused file: one line (--debug: the traceback)

@@ -1,5 +1,7 @@
 """Digits: the split, and upsampling at load giving the bytes the Resize
 transform gives."""
+from collections import Counter
+
 import numpy as np
 import pytest
 from mmcv.transforms import Resize
@@ -7,11 +9,25 @@ from mmcv.transforms import Resize
 from tlalign_mm.datasets import Digits
 
 
+def _samples(dataset):
+    """Each sample as (image bytes, label)."""
+    infos = (dataset.get_data_info(i) for i in range(len(dataset)))
+    return Counter((info['img'][..., 0].tobytes(), int(info['gt_label']))
+                   for info in infos)
+
+
 def test_split_is_disjoint_and_complete():
+    from sklearn.datasets import load_digits
     train, test = Digits(split='train'), Digits(split='test')
     assert (len(train), len(test)) == (1437, 360)
-    assert len(train) + len(test) == 1797
     assert train.get_data_info(0)['img'].shape == (8, 8, 3)
+    digits = load_digits()
+    images = np.round(digits.images * (255 / 16)).astype(np.uint8)
+    everything = Counter((img.tobytes(), int(y))
+                         for img, y in zip(images, digits.target))
+    # as multisets: every sample in exactly one split (a sample in both, or
+    # in neither, changes the sum)
+    assert _samples(train) + _samples(test) == everything
 
 
 def test_scale_at_load_equals_the_resize_transform():

@@ -22,6 +22,7 @@ from PIL import Image
 
 import tlalign_mm  # noqa: F401  (registers modules)
 from tlalign_mm.analysis.session import build_model, load_config
+from tlalign_mm.checkpoint import install
 from tlalign_mm.downstream.autoattack import (
     PixelSpaceClassifier,
     autoattack_accuracy,
@@ -38,6 +39,7 @@ MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 # with eps 0 nothing is ever fooled, so every attack runs to its end: the
 # eps-0 runs use the cheapest one
 CHEAP = ['apgd-ce']
+install()  # as the tool does: build_model reads checkpoints through it
 
 
 @pytest.fixture(autouse=True)
@@ -187,19 +189,15 @@ def test_bad_options_fail_early(kwargs, match):
                             **kwargs)
 
 
-def test_wilson_interval_by_hand():
-    # 8 of 10: p = 0.8, z = 1.96: centre (0.8 + z^2/20) / (1 + z^2/10),
-    # half-width z sqrt(0.016 + z^2/400) / (1 + z^2/10)
-    z = 1.959963984540054
-    centre = (0.8 + z * z / 20) / (1 + z * z / 10)
-    half = z * math.sqrt(0.8 * 0.2 / 10 + z * z / 400) / (1 + z * z / 10)
+def test_wilson_interval_is_scipys():
+    # 8 of 10: the Wilson 95% interval (Brown, Cai & DasGupta 2001, Table 1
+    # style numbers): 0.4902 to 0.9433; the bounds at 0/n and n/n are 0, 1
     lo, hi = wilson_interval(8, 10)
-    assert lo == pytest.approx(centre - half) and lo == pytest.approx(
-        0.4902, abs=1e-4)
-    assert hi == pytest.approx(centre + half) and hi == pytest.approx(
-        0.9433, abs=1e-4)
+    assert lo == pytest.approx(0.4902, abs=1e-4)
+    assert hi == pytest.approx(0.9433, abs=1e-4)
     assert wilson_interval(0, 10)[0] == 0 and wilson_interval(10, 10)[1] == 1
     assert wilson_interval(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
 
 
 def test_subset_indices():
@@ -310,3 +308,37 @@ def test_tool_refuses_bad_options(capsys):
     assert "only with version='custom'" in capsys.readouterr().err
     assert tool.parse_args([config, ckpt, '--eps', '4/255']).eps == \
         pytest.approx(4 / 255)
+
+
+def test_tool_reads_the_checkpoint_through_the_safe_loader(
+        tiny_imagenet_run):
+    """Hole 3: the tool never installed the safe loaders; with
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 a pickle payload ran and the tool
+    wrote its JSON with exit 0. Run as a user would (a fresh process)."""
+    import subprocess
+    import sys
+
+    from tests.crafted_checkpoints import _Reduce
+    from tests.tool_scripts import ROOT
+    from tlalign_mm.checkpoint import load
+    config, ckpt, tmp = tiny_imagenet_run
+    marker = tmp / 'MARK'
+    evil = str(tmp / 'evil.pth')
+    torch.save({'state_dict': load(ckpt)['state_dict'],
+                'meta': {'x': _Reduce(open, (str(marker), 'w'))}}, evil)
+    work = tmp / 'evil_work'
+    proc = subprocess.run(
+        [sys.executable, osp.join(ROOT, 'tools', 'robustness',
+                                  'autoattack.py'), config, evil, '--device',
+         'cpu', '--work-dir', str(work), '--eps', '0', '--num-images', '1'],
+        env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1',
+                 TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD='1'),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=600)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"error: Refused checkpoint '{evil}': it pickles objects outside "
+        'the weights-only allow-list (io.open)'), proc.stderr[-2000:]
+    assert 'Traceback' not in proc.stderr
+    assert not marker.exists()
+    assert not work.exists() or not os.listdir(work)

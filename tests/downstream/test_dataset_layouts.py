@@ -88,6 +88,13 @@ def test_official_layouts_pass_and_a_missing_file_is_named(tmp_path, kind,
 
 
 def test_other_datasets_and_remote_roots_are_not_checked():
-    check_dataset_layout(dict(type='CustomDataset', data_root='/nowhere'))
-    check_dataset_layout(dict(type='CocoDataset', data_root='s3://bucket/',
-                              ann_file='a.json'))
+    """Only local roots of the four layouts are checked: the same missing
+    COCO fails on disk, not on s3; a CustomDataset is left to mmpretrain."""
+    with pytest.raises(FileNotFoundError, match='CocoDataset'):
+        check_dataset_layout(dict(type='CocoDataset', data_root='/nowhere',
+                                  ann_file='a.json'))
+    assert check_dataset_layout(dict(type='CocoDataset',
+                                     data_root='s3://bucket/',
+                                     ann_file='a.json')) is None
+    assert check_dataset_layout(dict(type='CustomDataset',
+                                     data_root='/nowhere')) is None

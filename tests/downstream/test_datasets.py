@@ -225,4 +225,5 @@ def test_crafted_cifar_file_is_refused(tmp_path, payload):
         assert 'data_batch_1 is not a CIFAR' in result['outcome']
         assert not result['payload_ran']
     assert ('global io.open is not allowed' if payload == 'code' else
-            "numpy dtype 'f8' with pickled state") in results[0]['outcome']
+            "numpy dtype 'f8' (CIFAR files hold uint8 arrays only)") in \
+        results[0]['outcome']

@@ -18,7 +18,8 @@ from mmengine.config import Config
 from mmengine.registry import MODELS, init_default_scope
 
 import tlalign_mm.downstream  # noqa: F401
-from tlalign_mm.downstream import SCOPE, load_strict
+from tlalign_mm.checkpoint import load_strictly
+from tlalign_mm.downstream import SCOPE
 
 from .tiny import ROOT
 
@@ -148,8 +149,8 @@ def test_real_size_pretrained_backbone_loads_strictly(path):
     backbone_cfg = cfg.model.backbone.copy()
     backbone_cfg.pop('init_cfg')
     backbone = MODELS.build(backbone_cfg)
-    missing, unexpected, resized = load_strict(
-        backbone, dict(state_dict), init.get('allow_missing', ()),
+    missing, unexpected, resized = load_strictly(
+        backbone, dict(state_dict), pre, init.get('allow_missing', ()),
         init.get('allow_unexpected', ()))
     assert not unexpected
     if 'swin' in pre:

@@ -9,9 +9,9 @@ from mmengine.logging import MMLogger
 from mmengine.registry import MODELS, init_default_scope
 from mmpretrain.models.utils import resize_pos_embed
 
+from tlalign_mm.checkpoint import CheckpointMismatchError
 from tlalign_mm.downstream import (
     SCOPE,
-    BackboneLoadError,
     StrictPretrainedInit,
     strict_pretrained_cfg,
 )
@@ -100,7 +100,7 @@ def test_swin_all_stages_only_new_output_norms_allowed(tmp_path):
 
     target = build(dict(down, init_cfg=strict_pretrained_cfg(path)),
                    'mmdet')
-    with pytest.raises(BackboneLoadError, match=r'Missing.*norm0\.bias'):
+    with pytest.raises(CheckpointMismatchError, match=r'missing.*norm0\.bias'):
         target.init_weights()
 
 
@@ -110,9 +110,9 @@ def test_missing_key_fails(tmp_path, vit_ckpt):
     del sd['layers.1.attn.qkv.weight']
     path = save_classifier(tmp_path / 'missing.pth', sd)
     target = build(dict(VIT, init_cfg=strict_pretrained_cfg(path)))
-    with pytest.raises(BackboneLoadError) as error:
+    with pytest.raises(CheckpointMismatchError) as error:
         target.init_weights()
-    assert 'Missing in the checkpoint (1): layers.1.attn.qkv.weight' in \
+    assert 'missing in the checkpoint (1): layers.1.attn.qkv.weight' in \
         str(error.value)
 
 
@@ -121,8 +121,8 @@ def test_unexpected_key_fails(tmp_path, vit_ckpt):
     path = save_classifier(tmp_path / 'extra.pth', sd,
                            {'backbone.ln9.weight': torch.ones(32)})
     target = build(dict(VIT, init_cfg=strict_pretrained_cfg(path)))
-    with pytest.raises(BackboneLoadError,
-                       match=r'Unexpected in the checkpoint \(1\): '
+    with pytest.raises(CheckpointMismatchError,
+                       match=r'unexpected in the checkpoint \(1\): '
                        r'ln9\.weight'):
         target.init_weights()
     # a documented exception is accepted, and named in the log
@@ -137,7 +137,8 @@ def test_layout_mismatch_fails(tmp_path, vit_ckpt):
     path, _ = vit_ckpt
     target = build(dict(VIT, final_norm=False,
                         init_cfg=strict_pretrained_cfg(path)))
-    with pytest.raises(BackboneLoadError, match=r'Unexpected.*ln1\.bias'):
+    with pytest.raises(CheckpointMismatchError,
+                       match=r'unexpected.*ln1\.bias'):
         target.init_weights()
 
 
@@ -146,7 +147,9 @@ def test_shape_mismatch_fails(vit_ckpt):
     wide = dict(VIT, arch=dict(embed_dims=48, num_layers=2, num_heads=2,
                                feedforward_channels=64))
     target = build(dict(wide, init_cfg=strict_pretrained_cfg(path)))
-    with pytest.raises(BackboneLoadError, match='size mismatch'):
+    with pytest.raises(CheckpointMismatchError,
+                       match=r'shape differs.*\(32,\) in the checkpoint, '
+                       r'\(48,\) in the model'):
         target.init_weights()
 
 
@@ -154,14 +157,14 @@ def test_shape_mismatch_fails(vit_ckpt):
 def test_wrong_prefix_fails(vit_ckpt, prefix):
     path, _ = vit_ckpt
     target = build(dict(VIT, init_cfg=strict_pretrained_cfg(path, prefix)))
-    with pytest.raises(BackboneLoadError):
+    with pytest.raises(CheckpointMismatchError):
         target.init_weights()
 
 
 def test_prefix_not_found_names_the_prefixes(vit_ckpt):
     path, _ = vit_ckpt
     target = build(dict(VIT, init_cfg=strict_pretrained_cfg(path, 'model.')))
-    with pytest.raises(BackboneLoadError,
+    with pytest.raises(CheckpointMismatchError,
                        match=r"starts with prefix 'model\.'.*backbone\."):
         target.init_weights()
 
@@ -243,6 +246,6 @@ def test_a_hint_only_adds_to_the_missing_file_error(tmp_path, monkeypatch,
     StrictPretrainedInit(checkpoint=home_path, hint='run X first')(target)
     torch.testing.assert_close(target.state_dict()['cls_token'],
                                sd['cls_token'], rtol=0, atol=0)
-    with pytest.raises(BackboneLoadError, match='does not exist. run X'):
+    with pytest.raises(CheckpointMismatchError, match='does not exist. run X'):
         StrictPretrainedInit(checkpoint='~/absent.pth',
                              hint='run X first')(target)

@@ -2,10 +2,10 @@
 
 A tiny mmpretrain VisionTransformer is trained for a few iterations on a
 generated ImageNet-layout folder (3 classes of 32x32 PNGs), resumed to a
-larger ``max_iters`` from the saved checkpoint (which exercises the
-weights-only checkpoint loading of ``tlalign_mm.checkpoint_safety``), and
-the final checkpoint is evaluated. Each step runs the real scripts in a
-subprocess, as a user would.
+larger ``max_iters`` from the saved checkpoint (through
+``tlalign_mm.checkpoint.load``), and the final checkpoint is evaluated;
+hostile copies of the checkpoint are resumed too. Each step runs the real
+scripts in a subprocess, as a user would.
 """
 import json
 import os
@@ -18,8 +18,6 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-
-import tlalign_mm  # noqa: F401  allow-list for the torch.load below
 
 REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 TRAIN = osp.join(REPO_ROOT, 'tools', 'train.py')
@@ -133,7 +131,7 @@ def _write_config(path, data_root, max_iters):
         f.write(CONFIG.format(data_root=data_root, max_iters=max_iters))
 
 
-def _run(*args, timeout=300):
+def _run(*args, timeout=300, returncode=0):
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     proc = subprocess.run([sys.executable, *args],
                           cwd=REPO_ROOT,
@@ -142,7 +140,7 @@ def _run(*args, timeout=300):
                           stderr=subprocess.STDOUT,
                           text=True,
                           timeout=timeout)
-    assert proc.returncode == 0, (
+    assert proc.returncode == returncode, (
         f'{" ".join(args)} failed with {proc.returncode}:\n'
         f'{proc.stdout[-6000:]}')
     return proc.stdout
@@ -189,7 +187,6 @@ def test_train_resume_test(tmp_path):
     # 2. resume (auto: latest checkpoint in work_dir) to RESUMED_ITERS
     _write_config(config, data_root, RESUMED_ITERS)
     out = _run(TRAIN, config, '--work-dir', work_dir, '--resume')
-    assert 'local_weights_only backend' in out
     assert f'resumed epoch: 0, iter: {FIRST_ITERS}' in out
     (resumed_run, ) = _run_dirs(work_dir) - first_runs
     # the second run continued at FIRST_ITERS + 1, it did not restart at 1
@@ -199,11 +196,19 @@ def test_train_resume_test(tmp_path):
     final = osp.join(work_dir, f'iter_{RESUMED_ITERS}.pth')
     with open(osp.join(work_dir, 'last_checkpoint')) as f:
         assert f.read().strip() == final
-    ckpt = torch.load(final, map_location='cpu', weights_only=True)
+    # tensors and plain Python: torch's own allow-list reads it
+    saved = torch.serialization.get_safe_globals()
+    torch.serialization.clear_safe_globals()
+    try:
+        assert torch.serialization.get_unsafe_globals_in_checkpoint(
+            final) == []
+        ckpt = torch.load(final, map_location='cpu', weights_only=True)
+    finally:
+        torch.serialization.add_safe_globals(saved)
     assert ckpt['meta']['iter'] == RESUMED_ITERS
     # the loss history was restored from the first run's message hub
-    losses, _ = ckpt['message_hub']['log_scalars']['train/loss'].data
-    assert len(losses) == RESUMED_ITERS
+    assert len(ckpt['message_hub']['log_scalars']['train/loss']['log']) == \
+        RESUMED_ITERS
 
     # 3. evaluate the final checkpoint
     metrics_file = str(tmp_path / 'metrics.json')
@@ -213,3 +218,53 @@ def test_train_resume_test(tmp_path):
     with open(metrics_file) as f:
         top1 = json.load(f)['accuracy/top1']
     assert 0.0 <= top1 <= 100.0
+
+
+@pytest.mark.e2e
+def test_a_hostile_checkpoint_resumes_without_running_or_deleting(tmp_path):
+    """Holes 1, 4 and 5 through ``tools/train.py --resume``:
+
+    * ``meta['config']``, which mmengine's Runner.resume executes
+      (``Config.fromstring``), holds a payload; the file is dropped into a
+      work dir, where auto-resume picks it (highest iteration);
+    * its message hub names a victim directory as ``best_ckpt`` with
+      ``best_score = -1``, so the next validation is a new best and
+      mmengine's CheckpointHook (save_best) would ``rmtree`` the victim;
+    * ``last_checkpoint`` names ``../first/iter_4.pth``, another run's file.
+
+    Nothing runs, nothing is deleted, the run resumes from its own file;
+    and mmengine still checks the GPU count with the config's gpu_ids."""
+    data_root = str(tmp_path / 'data')
+    _write_image_folder(data_root)
+    config = str(tmp_path / 'tiny_vit_cls.py')
+    _write_config(config, data_root, FIRST_ITERS)
+    first = str(tmp_path / 'first')
+    _run(TRAIN, config, '--work-dir', first)
+    ckpt = torch.load(osp.join(first, f'iter_{FIRST_ITERS}.pth'),
+                      weights_only=True)
+    marker, victim = tmp_path / 'MARK', tmp_path / 'victim'
+    victim.mkdir()
+    (victim / 'keep.txt').write_text('precious')
+    ckpt['meta']['config'] = (f"gpu_ids = [0]\n__import__('os').system("
+                              f"'touch {marker}')\n")
+    info = ckpt['message_hub']['runtime_info']
+    info['best_ckpt'], info['best_score'] = str(victim), -1.0
+    work = tmp_path / 'work'
+    work.mkdir()
+    torch.save(ckpt, work / f'iter_{FIRST_ITERS}.pth')
+    (work / 'last_checkpoint').write_text(f'../first/iter_{FIRST_ITERS}.pth')
+    _write_config(config, data_root, RESUMED_ITERS)
+    out = _run(TRAIN, config, '--work-dir', str(work), '--resume')
+    assert f'resumed epoch: 0, iter: {FIRST_ITERS}' in out
+    assert 'outside this work dir' in out
+    assert not marker.exists()
+    assert (victim / 'keep.txt').read_text() == 'precious'
+    assert 'best_ckpt' in out and 'dropped' in out
+    # what mmengine checks with meta['config'] is still checked
+    ckpt['meta']['config'] = 'gpu_ids = [0, 1]\n'
+    two_gpus = str(tmp_path / 'two_gpus.pth')
+    torch.save(ckpt, two_gpus)
+    out = _run(TRAIN, config, '--work-dir', str(tmp_path / 'w2'), '--resume',
+               two_gpus, returncode=1)
+    assert 'Number of GPUs used for current experiment is not consistent' \
+        in out

@@ -2,20 +2,20 @@
 
 With ``TLALIGN_TEST_KILL_AT_SAVE=N`` in the environment, the process
 SIGKILLs itself inside the N-th atomic checkpoint save
-(:func:`tlalign_mm.engine.atomic_backend.atomic_write`), after the bytes
+(:func:`tlalign_mm.checkpoint.files.atomic_write`), after the bytes
 went to the temporary file and before the rename: a kill during a
 checkpoint write, at a reproducible point.
 """
 import os
 import signal
 
-from tlalign_mm.engine import atomic_backend
+from tlalign_mm.checkpoint import files as atomic_backend
 
 KILL_AT = int(os.environ.get('TLALIGN_TEST_KILL_AT_SAVE', '0'))
 
 
 class _KillingOs:
-    """``os`` for ``atomic_backend``, whose ``fsync`` of the N-th
+    """``os`` for ``tlalign_mm.checkpoint.files``, whose ``fsync`` of the N-th
     checkpoint temporary file kills the process."""
 
     saves = 0

@@ -6,14 +6,13 @@ import pytest
 import torch
 from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
-from tlalign_mm.checkpoint_safety import CheckpointFileError
-from tlalign_mm.engine import (
-    FastForward,
-    SkipSampler,
+from tlalign_mm.checkpoint import (
+    CheckpointError,
     atomic_write,
     find_resume_checkpoint,
-    write_last_checkpoint,
 )
+from tlalign_mm.checkpoint.files import write_last_checkpoint
+from tlalign_mm.checkpoint.sampler import FastForward, SkipSampler
 
 
 def _ckpt(path, it, epoch=0):
@@ -35,6 +34,24 @@ def test_last_checkpoint_is_relative_and_resolved_inside(tmp_path):
     assert find_resume_checkpoint(str(work)) == str(work / 'last.pth')
 
 
+@pytest.mark.parametrize('record', ['../other/last.pth', 'link/last.pth'])
+def test_a_relative_record_cannot_leave_the_work_dir(tmp_path, record):
+    """Hole 5: ``last_checkpoint`` naming ``../other/last.pth`` (or a path
+    through a symlink out of the work dir) made auto-resume jump to another
+    run's checkpoint; it now resumes from this work dir's own file."""
+    work, other = tmp_path / 'work', tmp_path / 'other'
+    work.mkdir()
+    other.mkdir()
+    (work / 'link').symlink_to(other)
+    _ckpt(other / 'last.pth', 69)
+    own = _ckpt(work / 'last.pth', 50)
+    (work / 'last_checkpoint').write_text(record)
+    assert find_resume_checkpoint(str(work)) == own
+    os.remove(own)  # no file of that name here: the newest of the work dir
+    epoch = _ckpt(work / 'epoch_1.pth', 10, 1)
+    assert find_resume_checkpoint(str(work)) == epoch
+
+
 def test_falls_back_to_the_newest_intact_checkpoint(tmp_path):
     _ckpt(tmp_path / 'epoch_1.pth', 3, 1)
     _ckpt(tmp_path / 'iter_6.pth', 6)
@@ -54,7 +71,7 @@ def test_falls_back_to_the_newest_intact_checkpoint(tmp_path):
 def test_no_checkpoint_starts_afresh_but_only_broken_ones_fail(tmp_path):
     assert find_resume_checkpoint(str(tmp_path)) is None
     (tmp_path / 'epoch_1.pth').write_bytes(b'')
-    with pytest.raises(CheckpointFileError, match='none is intact') as error:
+    with pytest.raises(CheckpointError, match='none is intact') as error:
         find_resume_checkpoint(str(tmp_path))
     assert 'epoch_1.pth' in str(error.value) and 'empty' in str(error.value)
 

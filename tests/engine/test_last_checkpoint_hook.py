@@ -1,5 +1,6 @@
-"""LastCheckpointHook: built from config dicts, on in every ImageNet config,
-its arguments checked. The kill-and-resume behaviour is
+"""LastCheckpointHook: built from config dicts, on in every ImageNet config
+(and in any config that adds ``configs/_base_/resumable_runtime.py``), its
+arguments checked. The kill-and-resume behaviour is
 ``test_kill_and_resume.py``."""
 import glob
 import os.path as osp
@@ -8,7 +9,7 @@ import pytest
 from mmengine.config import Config
 from mmengine.registry import HOOKS
 
-from tlalign_mm.engine import LastCheckpointHook
+from tlalign_mm.checkpoint import LastCheckpointHook, add_checkpoint_hooks
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 IMAGENET = sorted(glob.glob(osp.join(ROOT, 'configs', 'tlalign', '*.py')))
@@ -34,7 +35,7 @@ def test_bad_arguments_are_named(kwargs, message):
 
 @pytest.mark.parametrize('path', IMAGENET, ids=osp.basename)
 def test_every_imagenet_config_saves_last_every_500_iterations(path):
-    cfg = Config.fromfile(path)
+    cfg = add_checkpoint_hooks(Config.fromfile(path), training=True)
     hooks = [h for h in cfg.get('custom_hooks', [])
              if h['type'] == 'LastCheckpointHook']
     assert hooks == [dict(type='LastCheckpointHook',
@@ -43,4 +44,19 @@ def test_every_imagenet_config_saves_last_every_500_iterations(path):
                               'deit-base_16xb64_in1k_tlalign.py'):
         # mmpretrain's DeiT-B recipe: its EMA kept beside it
         assert [h['type'] for h in cfg.custom_hooks] == [
-            'EMAHook', 'LastCheckpointHook']
+            'EMAHook', 'LastCheckpointHook', 'CheckpointSafetyHook']
+
+
+def test_resumable_runtime_composes_with_a_config_that_has_hooks(tmp_path):
+    """Hole 9: the base file with the demo config (which has its own
+    custom_hooks) failed with mmengine's duplicate-key error."""
+    config = tmp_path / 'demo_resumable.py'
+    config.write_text(f"""_base_ = [
+    {osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_tlalign.py')!r},
+    {osp.join(ROOT, 'configs', '_base_', 'resumable_runtime.py')!r},
+]
+""")
+    cfg = add_checkpoint_hooks(Config.fromfile(str(config)), training=True)
+    assert [h['type'] for h in cfg.custom_hooks] == [
+        'LabelDriftHook', 'CheckpointSafetyHook', 'LastCheckpointHook']
+    assert cfg.custom_hooks[-1]['interval'] == 500

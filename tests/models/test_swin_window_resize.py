@@ -18,7 +18,7 @@ from scipy.interpolate import CubicSpline
 from scipy.optimize import brentq
 
 import tlalign_mm  # noqa: F401  (installs the resize)
-from tlalign_mm.downstream import load_strict
+from tlalign_mm.checkpoint import load_strictly
 from tlalign_mm.models import swin_window_resize as resize
 
 ARCH = dict(embed_dims=8, depths=[2, 2], num_heads=[1, 2])
@@ -117,8 +117,9 @@ def test_window7_checkpoint_loads_into_window12():
     model = swin(12)
     own_index = {k: v.clone() for k, v in model.state_dict().items()
                  if k.endswith('relative_position_index')}
-    missing, unexpected, resized = load_strict(
-        model, dict(state), allow_missing=('*.relative_position_index', ))
+    missing, unexpected, resized = load_strictly(
+        model, dict(state), 'window 7',
+        allow_missing=('*.relative_position_index', ))
     assert sorted(missing) == sorted(own_index) and len(missing) == 4
     assert unexpected == []
     # the tables and the index buffers are the only shapes that differ

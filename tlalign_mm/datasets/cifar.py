@@ -20,27 +20,65 @@ from mmpretrain.datasets import CIFAR10, CIFAR100
 from mmpretrain.datasets.utils import check_md5
 from mmpretrain.registry import DATASETS
 
-from tlalign_mm.checkpoint_safety import NUMPY_REBUILDERS, check_loaded
-
 __all__ = ['CIFARUnpickler', 'LocalCIFAR10', 'LocalCIFAR100', 'load_cifar']
 
 
-class CIFARUnpickler(pickle.Unpickler):
-    """Unpickles the CIFAR "python version" files and nothing else.
+class _Array:
+    """A pickled ``uint8`` numpy array, built by :class:`CIFARUnpickler`
+    from its BUILD state: only the shape and the raw bytes are used (never
+    numpy's pickled dtype state, which can make numpy read file bytes as
+    object pointers)."""
 
-    The official files (Python 2 ``cPickle``, protocol 2) are dicts of
-    ``str``, ``int``, lists and one ``uint8`` numpy array; the only globals
-    they name are numpy's ``_reconstruct``, ``ndarray`` and ``dtype``
-    (re-pickled copies also ``_codecs.encode`` for bytes). Those resolve to
-    the validating rebuilders of :mod:`tlalign_mm.checkpoint_safety` (a
-    crafted numpy dtype state could otherwise crash the process); every
-    other global is refused before it is imported.
-    """
+    def __init__(self, *args):
+        self.array = None
+
+    def __setstate__(self, state):
+        version, shape, dtype, _, data = state
+        if not (isinstance(dtype, _UInt8) and type(shape) is tuple and all(
+                type(n) is int and n >= 0 for n in shape)):
+            raise pickle.UnpicklingError(f'not a uint8 array: {shape!r}')
+        if type(data) is str:  # Python 2 pickles: latin1 bytes
+            data = data.encode('latin1')
+        self.array = np.frombuffer(data, np.uint8).reshape(shape).copy()
+
+
+class _UInt8:
+    """``numpy.dtype('u1')``; its pickled state is ignored."""
+
+    def __init__(self, spec, *args):
+        if spec != 'u1':
+            raise pickle.UnpicklingError(f'numpy dtype {spec!r} (CIFAR '
+                                         'files hold uint8 arrays only)')
+
+    def __setstate__(self, state):
+        pass
+
+
+def _unwrap(value):
+    if isinstance(value, _Array):
+        return value.array
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    return value
+
+
+class CIFARUnpickler(pickle.Unpickler):
+    """Unpickles the CIFAR "python version" files and nothing else: dicts
+    of ``str``, ``int``, lists and ``uint8`` numpy arrays (re-pickled
+    copies also name ``_codecs.encode`` for bytes). Every other global is
+    refused before it is imported."""
+
+    GLOBALS = {
+        'numpy.core.multiarray._reconstruct': _Array,
+        'numpy._core.multiarray._reconstruct': _Array,
+        'numpy.ndarray': _Array,
+        'numpy.dtype': _UInt8,
+    }
 
     def find_class(self, module: str, name: str) -> Any:
         full = f'{module}.{name}'
-        if full in NUMPY_REBUILDERS and not full.endswith('scalar'):
-            return NUMPY_REBUILDERS[full]
+        if full in self.GLOBALS:
+            return self.GLOBALS[full]
         if full == '_codecs.encode':
             import _codecs
             return _codecs.encode
@@ -58,12 +96,12 @@ def load_cifar(data: bytes, path: str) -> Any:
     """
     try:
         loaded = CIFARUnpickler(io.BytesIO(data), encoding='latin1').load()
-        return check_loaded(loaded, path)
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as error:
         raise pickle.UnpicklingError(
             f'{path} is not a CIFAR "python version" file: {error}. Nothing '
             'from it was executed. Re-extract it from the official archive.'
         ) from None
+    return _unwrap(loaded)
 
 
 class _LocalCIFARMixin:
@@ -155,8 +193,16 @@ class _LocalCIFARMixin:
                 raise ValueError(
                     f'{name}: data {getattr(data, "shape", data)!r} and '
                     f'{len(labels)} labels; expected (N, 3072) uint8 and N')
+            num_classes = len(self.METAINFO['classes'])
+            bad = [x for x in labels if type(x) is not int
+                   or not 0 <= x < num_classes]
+            if bad:
+                raise ValueError(
+                    f'{name}: labels {bad[:5]} are not class indices '
+                    f'(integers in [0, {num_classes})); the file is not the '
+                    'official one')
             imgs.append(data)
-            gt_labels.extend(int(x) for x in labels)
+            gt_labels.extend(labels)
         imgs = np.vstack(imgs).reshape(-1, 3, 32, 32).transpose((0, 2, 3, 1))
         if self.CLASSES is None:
             self._load_meta()

@@ -62,7 +62,22 @@ class TinyImageNet(CustomDataset):
                 f'{folder} has the archive\'s flat validation layout '
                 '(images/ + val_annotations.txt), which would read as one '
                 f'class. {layout}')
-        if not any(osp.isdir(osp.join(folder, e)) for e in entries):
+        classes = [e for e in entries if osp.isdir(osp.join(folder, e))]
+        if not classes:
             raise FileNotFoundError(f'{folder} has no class folders. '
                                     f'{layout}')
+        # class indices come from the sorted folder names of each split: a
+        # folder missing from one split would shift every later label
+        other = osp.join(self.data_root, 'val' if self.split == 'train'
+                         else 'train')
+        if osp.isdir(other):
+            theirs = {e for e in os.listdir(other)
+                      if osp.isdir(osp.join(other, e))}
+            lacks, extra = sorted(theirs - set(classes)), \
+                sorted(set(classes) - theirs)
+            if lacks or extra:
+                raise FileNotFoundError(
+                    f'{folder} and {other} have different class folders '
+                    f'({folder} lacks {lacks[:5]}, has extra {extra[:5]}): '
+                    f'the labels of the two splits would not match. {layout}')
         return super().load_data_list()

@@ -14,14 +14,8 @@ Importing this package registers (configs do it with
 from . import metrics  # noqa: F401  (registration)
 from .strict_pretrained import (
     SCOPE,
-    BackboneLoadError,
     StrictPretrainedInit,
-    load_backbone_state_dict,
-    load_strict,
     strict_pretrained_cfg,
 )
 
-__all__ = [
-    'SCOPE', 'BackboneLoadError', 'StrictPretrainedInit',
-    'load_backbone_state_dict', 'load_strict', 'strict_pretrained_cfg'
-]
+__all__ = ['SCOPE', 'StrictPretrainedInit', 'strict_pretrained_cfg']

@@ -26,6 +26,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 import torch.nn as nn
+from scipy.stats import binomtest
 
 __all__ = [
     'ATTACKS', 'NORMS', 'VERSIONS', 'PixelSpaceClassifier', 'pixel_batch',
@@ -167,21 +168,13 @@ def subset_indices(length: int, num_images: Optional[int],
     return sorted(rng.choice(length, num_images, replace=False).tolist())
 
 
-def wilson_interval(correct: int, total: int,
-                    z: float = 1.959963984540054) -> Tuple[float, float]:
-    """Wilson score interval of a binomial proportion (95% by default):
-    the sampling error of an accuracy measured on ``total`` images."""
+def wilson_interval(correct: int, total: int) -> Tuple[float, float]:
+    """Wilson score 95% interval of an accuracy measured on ``total``
+    images (scipy's ``binomtest(...).proportion_ci(method='wilson')``)."""
     if total == 0:
         return (float('nan'), float('nan'))
-    p = correct / total
-    denom = 1 + z * z / total
-    center = (p + z * z / (2 * total)) / denom
-    half = z * math.sqrt(p * (1 - p) / total + z * z /
-                         (4 * total * total)) / denom
-    # the bounds at 0/n and n/n are 0 and 1 exactly (not 1 - 1e-16)
-    lo = 0.0 if correct == 0 else max(0.0, center - half)
-    hi = 1.0 if correct == total else min(1.0, center + half)
-    return (lo, hi)
+    ci = binomtest(correct, total).proportion_ci(method='wilson')
+    return (float(ci.low), float(ci.high))
 
 
 def _norm_of(delta: torch.Tensor, norm: str) -> torch.Tensor:

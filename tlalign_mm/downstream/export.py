@@ -1,10 +1,10 @@
 """Export the backbone of a classifier checkpoint as a tensors-only file.
 
 A TL-Align (or CutMix) ImageNet checkpoint written by mmengine's Runner is
-``{'meta', 'state_dict', 'message_hub', 'optimizer', 'param_schedulers'}``
-and needs ``tlalign_mm``'s allow-list to load with ``weights_only=True``.
-The export keeps only the ``backbone.*`` tensors and plain-typed ``meta``,
-so it loads with ``torch.load(path, weights_only=True)`` in any
+``{'meta', 'state_dict', 'message_hub', 'optimizer', 'param_schedulers'}``.
+The export keeps only the ``backbone.*`` tensors and plain-typed ``meta``
+(the pretraining backbone config is parsed from ``meta['cfg']``, never
+executed), so it loads with ``torch.load(path, weights_only=True)`` in any
 environment, and is a fraction of the size.
 
 The key layout is mmpretrain's for every target: the downstream configs of
@@ -24,11 +24,16 @@ from typing import Optional
 import torch
 from mmengine.config import Config
 from mmengine.logging import MMLogger
-from mmengine.runner.checkpoint import CheckpointLoader
 
+from tlalign_mm.checkpoint import (
+    CheckpointMismatchError,
+    load,
+    parse_config,
+    state_dict_of,
+)
 from tlalign_mm.models.tlalign_backbone import plain_backbone_cfg
 
-from .strict_pretrained import SCOPE, BackboneLoadError
+from .strict_pretrained import SCOPE
 
 __all__ = [
     'TARGETS', 'check_export', 'export_backbone',
@@ -67,14 +72,14 @@ def _plain(value):
 
 
 def _pretrain_backbone_cfg(src_meta: dict) -> Optional[dict]:
-    """The (unwrapped) backbone config of the training run, if recorded."""
+    """The (unwrapped) backbone config of the training run, if recorded
+    (``meta['cfg']`` is parsed, never executed)."""
     text = src_meta.get('cfg') if isinstance(src_meta, dict) else None
     if not isinstance(text, str):
         return None
     try:
-        cfg = Config.fromstring(text, '.py')
-        backbone = cfg.model.backbone.to_dict()
-    except Exception:  # not a config we can parse here: skip the record
+        backbone = parse_config(text)['model']['backbone']
+    except (ValueError, KeyError, TypeError):  # not a plain config: skip
         return None
     return _plain(plain_backbone_cfg(backbone))
 
@@ -98,24 +103,16 @@ def export_backbone(src: str,
         dict: the ``meta`` written (plain types only).
 
     Raises:
-        BackboneLoadError: no tensor under ``prefix``, or a non-tensor.
+        CheckpointMismatchError: no tensor under ``prefix``, or a
+            non-tensor.
     """
     if to not in TARGETS:
         raise ValueError(f'--to must be one of {TARGETS}, got {to!r}')
-    ckpt = CheckpointLoader.load_checkpoint(src, map_location='cpu')
-    state_dict = ckpt.get('state_dict', ckpt)
-    picked = {k: v for k, v in state_dict.items() if k.startswith(prefix)}
-    if not picked:
-        tops = sorted({k.split('.', 1)[0] + '.' for k in state_dict})
-        raise BackboneLoadError(
-            f'No key of {src!r} starts with {prefix!r}; its keys start with '
-            f'{tops}.')
-    bad = sorted(k for k, v in picked.items() if not torch.is_tensor(v))
-    if bad:
-        raise BackboneLoadError(f'{src!r}: non-tensor values {bad[:10]}')
+    ckpt = load(src)
+    picked = state_dict_of(ckpt, repr(src), prefix)
     # clone: a view would drag its whole storage into the file
     tensors = {
-        k: picked[k].detach().to('cpu').clone().contiguous()
+        prefix + k: picked[k].detach().to('cpu').clone().contiguous()
         for k in sorted(picked)
     }
     src_meta = ckpt.get('meta', {}) if isinstance(ckpt, dict) else {}
@@ -148,7 +145,7 @@ def check_export(path: str, config: str) -> str:
 
     The backbone's ``init_cfg`` must be this package's strict
     ``Pretrained``; its ``checkpoint`` is replaced by ``path``. Raises
-    :class:`BackboneLoadError` if a key does not load; returns the
+    :class:`CheckpointMismatchError` if a key does not load; returns the
     backbone's type name.
     """
     from mmengine.registry import MODELS, init_default_scope
@@ -158,7 +155,7 @@ def check_export(path: str, config: str) -> str:
     init = backbone.get('init_cfg')
     if not (isinstance(init, dict) and init.get('type') == 'Pretrained'
             and init.get('_scope_') == SCOPE):
-        raise BackboneLoadError(
+        raise CheckpointMismatchError(
             f'{config}: the backbone init_cfg is not the strict loader '
             f"(dict(type='Pretrained', _scope_={SCOPE!r}, ...)); got "
             f'{init!r}')

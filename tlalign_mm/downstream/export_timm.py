@@ -24,12 +24,11 @@ from typing import Optional, Tuple
 
 import torch
 from mmengine.config import Config
-from mmengine.runner.checkpoint import CheckpointLoader
 
+from tlalign_mm.checkpoint import CheckpointMismatchError, load, parse_config
 from tlalign_mm.models.tlalign_backbone import plain_backbone_cfg
 
 from .export import unsafe_globals_without_allow_list
-from .strict_pretrained import BackboneLoadError
 
 __all__ = ['export_timm', 'timm_create_args']
 
@@ -62,10 +61,15 @@ def _model_cfg(ckpt: dict, config: Optional[str], src: str) -> dict:
         return Config.fromfile(config).model.to_dict()
     text = (ckpt.get('meta') or {}).get('cfg')
     if not isinstance(text, str):
-        raise BackboneLoadError(
+        raise CheckpointMismatchError(
             f'{src!r} records no config (meta.cfg), so the timm model '
             'name is unknown: pass the training config (--config).')
-    return Config.fromstring(text, '.py').model.to_dict()
+    try:  # parsed, never executed
+        return parse_config(text)['model']
+    except (ValueError, KeyError) as error:
+        raise CheckpointMismatchError(
+            f'{src!r}: its meta.cfg is not a plain config ({error}); pass '
+            'the training config (--config).') from None
 
 
 def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
@@ -84,11 +88,11 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
         keys exported, or ``None``).
 
     Raises:
-        BackboneLoadError: no timm tensors, a head timm cannot hold, or a
+        CheckpointMismatchError: no timm tensors, a head timm cannot hold, or a
             state dict that ``timm.create_model`` does not load strictly.
     """
     import timm
-    ckpt = CheckpointLoader.load_checkpoint(src, map_location='cpu')
+    ckpt = load(src)
     state_dict = ckpt.get('state_dict', ckpt)
     model_name, kwargs = timm_create_args(_model_cfg(ckpt, config, src))
     tensors = {
@@ -96,9 +100,10 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
         for k, v in state_dict.items() if k.startswith(PREFIX)
     }
     if not tensors:
-        raise BackboneLoadError(f'No key of {src!r} starts with {PREFIX!r}.')
+        raise CheckpointMismatchError(
+            f'No key of {src!r} starts with {PREFIX!r}.')
     if any(k.startswith('head.layers.pre_logits') for k in state_dict):
-        raise BackboneLoadError(
+        raise CheckpointMismatchError(
             'The head has a hidden pre-logits layer, which timm\'s '
             'VisionTransformer does not have.')
     head = next((p for p in HEAD_LINEARS if f'{p}weight' in state_dict),
@@ -116,7 +121,7 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
     try:
         model.load_state_dict(tensors, strict=True)
     except RuntimeError as error:
-        raise BackboneLoadError(
+        raise CheckpointMismatchError(
             f'timm.create_model({model_name!r}, **{kwargs}) does not load '
             f'the export strictly: {error}') from error
     torch.save(tensors, dst)

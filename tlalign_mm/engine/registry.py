@@ -14,4 +14,5 @@ __all__ = ['HOOKS', 'SCOPE']
 SCOPE = 'tlalign_mm.engine'
 
 HOOKS = Registry(
-    'hook', parent=MMENGINE_HOOKS, scope=SCOPE, locations=[SCOPE])
+    'hook', parent=MMENGINE_HOOKS, scope=SCOPE,
+    locations=['tlalign_mm.checkpoint.hooks', SCOPE])

@@ -26,7 +26,7 @@ from tlalign_mm.analysis.session import (  # noqa: E402
     build_model,
     load_config,
 )
-from tlalign_mm.checkpoint_safety import install_safe_loaders  # noqa: E402
+from tlalign_mm.checkpoint import install  # noqa: E402
 
 
 def positive_int(text: str) -> int:
@@ -105,7 +105,7 @@ def open_analysis(args, config: Optional[str] = None,
     from mmengine.utils import ProgressBar
 
     from tlalign_mm.analysis.mixed_batches import mixed_batches
-    install_safe_loaders()  # checkpoints: weights only, whatever the env
+    install()  # checkpoints through tlalign_mm.checkpoint.load
     if config is None:
         config, checkpoint = args.config, args.checkpoint
     cfg = load_config(config, args.cfg_options)

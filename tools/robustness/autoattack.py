@@ -40,6 +40,7 @@ from tlalign_mm.analysis.session import (  # noqa: E402
     load_config,
     write_json,
 )
+from tlalign_mm.checkpoint import install, run_tool  # noqa: E402
 from tlalign_mm.downstream.autoattack import (  # noqa: E402
     ATTACKS,
     NORMS,
@@ -126,6 +127,7 @@ def result_name(args) -> str:
 def main(argv=None):
     from mmengine.utils import ProgressBar
     args = parse_args(argv)
+    install()  # the checkpoint through tlalign_mm.checkpoint.load
     cfg = load_config(args.config, args.cfg_options)
     classifier = build_model(cfg, args.checkpoint, args.device, args.seed)
     model = PixelSpaceClassifier.from_classifier(classifier).to(args.device)
@@ -168,4 +170,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    run_tool(main)

@@ -1,0 +1,240 @@
+"""CheckpointSafetyHook: a checkpoint that does not fit fails, naming the
+keys; a bare state dict cannot be resumed; paths and generator states from
+a resumed checkpoint are checked before mmengine uses them."""
+import os
+import os.path as osp
+import subprocess
+import sys
+import types
+from collections import OrderedDict
+
+import pytest
+import torch
+import torch.nn as nn
+from mmengine.config import Config
+from mmengine.hooks import CheckpointHook
+from mmengine.registry import HOOKS
+
+from tlalign_mm.checkpoint import (
+    CheckpointError,
+    CheckpointMismatchError,
+    CheckpointSafetyHook,
+    LastCheckpointHook,
+    add_checkpoint_hooks,
+    load_strictly,
+    state_dict_of,
+)
+from tlalign_mm.checkpoint.plain import capture_rng
+
+from .tiny_run import write_config, write_images
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+
+class Net(nn.Module):
+
+    def __init__(self, classes=3):
+        super().__init__()
+        self.backbone = nn.Linear(4, 8)
+        self.head = nn.Linear(8, classes)
+
+
+def _runner(model, work_dir, resume=True, load_from='x.pth', hooks=()):
+    """What the hooks read of a Runner."""
+    return types.SimpleNamespace(
+        model=model, work_dir=str(work_dir), hooks=list(hooks),
+        _resume=resume, _load_from=load_from,
+        _randomness_cfg=dict(diff_rank_seed=False))
+
+
+def _resumable(model, **extra):
+    return dict(meta=dict(epoch=1, iter=3), state_dict=model.state_dict(),
+                message_hub=dict(log_scalars={}, runtime_info={},
+                                 resumed_keys={}), **extra)
+
+
+def test_fitting_checkpoint_loads_and_module_prefix_is_stripped():
+    want, model = Net(), Net()
+    state = OrderedDict(
+        ('module.' + k, v) for k, v in want.state_dict().items())
+    hook = CheckpointSafetyHook()
+    hook.after_load_checkpoint(_runner(model, '.', resume=False),
+                               {'state_dict': state})
+    assert torch.equal(model.head.weight, want.head.weight)
+
+
+def test_mismatch_names_every_key():
+    state = Net(classes=5).state_dict()
+    state['module.extra.weight'] = torch.zeros(1)  # as saved from DDP
+    del state['backbone.bias']
+    with pytest.raises(CheckpointMismatchError) as error:
+        CheckpointSafetyHook().after_load_checkpoint(
+            _runner(Net(), '.', resume=False, load_from='other.pth'),
+            {'state_dict': state})
+    text = str(error.value)
+    assert "Checkpoint 'other.pth' does not fit Net" in text
+    assert 'missing in the checkpoint (1): backbone.bias' in text
+    assert 'unexpected in the checkpoint (1): extra.weight' in text
+    assert ('shape differs (2): head.bias (5,) in the checkpoint, (3,) in '
+            'the model, head.weight (5, 8) in the checkpoint, (3, 8) in the '
+            'model') in text
+    assert '--cfg-options strict_load=False' in text
+
+
+def test_load_hooks_run_before_shapes_are_compared():
+    """A shape the model's own load hook adapts (ViT pos_embed resize) is
+    not a mismatch, and the resized tensors are loaded."""
+    from mmpretrain.models import VisionTransformer
+    arch = dict(embed_dims=16, num_layers=1, num_heads=2,
+                feedforward_channels=16)
+    small = VisionTransformer(arch=arch, img_size=32, patch_size=8)
+    large = VisionTransformer(arch=arch, img_size=64, patch_size=8)
+    torch.nn.init.normal_(small.cls_token)
+    _, _, resized = load_strictly(large, small.state_dict(), 'small.pth')
+    assert torch.equal(large.cls_token, small.cls_token)
+    assert large.pos_embed.shape == (1, 65, 16)
+    with pytest.raises(CheckpointMismatchError, match='shape differs'):
+        load_strictly(large, dict(small.state_dict(),
+                                  cls_token=torch.zeros(1, 1, 8)), 'x')
+
+
+def test_a_prefix_and_allowed_keys():
+    state = {'backbone.weight': torch.ones(8, 4), 'backbone.bias':
+             torch.ones(8), 'head.weight': torch.ones(3, 8)}
+    picked = state_dict_of({'state_dict': state}, 'c.pth', 'backbone.')
+    assert sorted(picked) == ['bias', 'weight']
+    module = nn.Sequential(nn.Linear(4, 8))
+    with pytest.raises(CheckpointMismatchError, match='missing in the '
+                       r'checkpoint \(2\): 0.bias, 0.weight'):
+        load_strictly(module, picked, 'c.pth')
+    missing, unexpected, _ = load_strictly(
+        module, picked, 'c.pth', allow_missing=['0.*'],
+        allow_unexpected=['*'])
+    assert missing == ['0.weight', '0.bias'] and \
+        sorted(unexpected) == ['bias', 'weight']
+    with pytest.raises(CheckpointMismatchError, match="prefix 'neck.'"):
+        state_dict_of({'state_dict': state}, 'c.pth', 'neck.')
+
+
+def test_bare_state_dict_cannot_be_resumed(tmp_path):
+    hook = CheckpointSafetyHook()
+    with pytest.raises(CheckpointMismatchError) as error:
+        hook.after_load_checkpoint(
+            _runner(Net(), tmp_path, load_from='weights.pth'),
+            Net().state_dict())
+    text = str(error.value)
+    assert "'weights.pth' cannot be resumed: it has no meta, state_dict, " \
+        'message_hub' in text
+    assert '--cfg-options load_from=weights.pth (without --resume)' in text
+    model = Net()
+    hook.after_load_checkpoint(_runner(model, tmp_path), _resumable(model))
+    with pytest.raises(CheckpointMismatchError, match=r"meta\['epoch'\]"):
+        hook.after_load_checkpoint(_runner(model, tmp_path), dict(
+            _resumable(model), meta={}))
+
+
+def test_paths_outside_the_run_are_dropped_from_the_resumed_hub(tmp_path):
+    """Hole 4: mmengine's CheckpointHook (save_best) deletes the file or
+    directory ``runtime_info['best_ckpt']`` names once a better checkpoint
+    is saved; a resumed checkpoint can no longer point it anywhere but at
+    a checkpoint file of this run."""
+    work = tmp_path / 'work'
+    work.mkdir()
+    victim = tmp_path / 'victim'
+    victim.mkdir()
+    own = work / 'best_accuracy_epoch_1.pth'
+    own.write_bytes(b'x')
+    model = Net()
+    ckpt = _resumable(model)
+    ckpt['message_hub']['runtime_info'] = dict(
+        best_ckpt=str(victim), best_ckpt_top1=str(work / '..' / 'victim'),
+        best_ckpt_top5=str(own), last_ckpt='/etc/passwd',
+        keep_ckpt_ids=['../../x'], best_score=-1.0)
+    hook = CheckpointSafetyHook()
+    hook.after_load_checkpoint(_runner(model, work), ckpt)
+    assert ckpt['message_hub']['runtime_info'] == dict(
+        best_ckpt_top5=str(own), best_score=-1.0)
+    # a CheckpointHook's own out_dir counts as the run's
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'best.pth').write_bytes(b'x')
+    ckpt['message_hub']['runtime_info'] = dict(best_ckpt=str(out /
+                                                               'best.pth'))
+    hook.after_load_checkpoint(_runner(model, work, hooks=[
+        CheckpointHook(out_dir=str(out))]), ckpt)
+    assert 'best_ckpt' in ckpt['message_hub']['runtime_info']
+
+
+@pytest.mark.parametrize('state', [
+    'not a state', dict(rng=dict(torch=torch.zeros(3, dtype=torch.uint8))),
+    dict(rng=dict(capture_rng(), numpy=('MT19937', [1, 2], 0, 0, 0.0))),
+    dict(rng=dict(capture_rng(), python=(3, (1, 2), None))),
+])
+def test_a_crafted_resume_state_is_refused_naming_the_file(tmp_path, state):
+    """Hole 7: a crafted ``resume_state`` gave raw numpy/torch errors."""
+    model = Net()
+    ckpt = _resumable(model, resume_state=state)
+    hook = LastCheckpointHook()
+    if not isinstance(state, dict):
+        hook.after_load_checkpoint(_runner(model, tmp_path), ckpt)  # warns
+        return
+    with pytest.raises(CheckpointError, match="Refused checkpoint 'x.pth': "
+                       'its resume_state is not a generator state'):
+        hook.after_load_checkpoint(_runner(model, tmp_path), ckpt)
+    hook.after_load_checkpoint(_runner(model, tmp_path), _resumable(
+        model, resume_state=dict(rng=capture_rng())))
+
+
+def test_tools_add_the_hooks_once_with_the_switch():
+    cfg = Config(dict(custom_hooks=[dict(type='EMAHook')],
+                      last_checkpoint_hook=dict(interval=7)))
+    add_checkpoint_hooks(cfg, training=True)
+    add_checkpoint_hooks(cfg, training=True)
+    types_ = [h['type'] for h in cfg.custom_hooks]
+    assert types_ == ['EMAHook', 'CheckpointSafetyHook', 'LastCheckpointHook']
+    assert cfg.custom_hooks[2]['interval'] == 7
+    cfg = Config(dict(strict_load=False, last_checkpoint_hook=dict()))
+    add_checkpoint_hooks(cfg, training=False)
+    (hook, ) = cfg.custom_hooks
+    built = HOOKS.build(hook)
+    assert isinstance(built, CheckpointSafetyHook) and built.strict is False
+    with pytest.raises(TypeError, match='strict_load must be True or False'):
+        add_checkpoint_hooks(Config(dict(strict_load='no')), False)
+
+
+@pytest.mark.e2e
+def test_tools_test_refuses_a_wrong_architecture_checkpoint(tmp_path):
+    """tools/test.py CONFIG CKPT with a checkpoint of another model exits
+    non-zero and names its keys as in the file; strict_load=False runs."""
+    data = str(tmp_path / 'data')
+    write_images(data)
+    config = str(tmp_path / 'tiny.py')
+    write_config(config, data)
+    # the same ViT with 5 classes and a third block: a different model
+    cfg = Config.fromfile(config)
+    from mmpretrain.registry import MODELS
+    cfg.model.head.num_classes = 5
+    cfg.model.backbone.arch.num_layers = 3
+    wrong = MODELS.build(cfg.model).state_dict()
+    ckpt = str(tmp_path / 'wrong.pth')
+    torch.save({'state_dict': wrong, 'meta': {}}, ckpt)
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
+
+    def run(*extra):
+        return subprocess.run(
+            [sys.executable, osp.join(ROOT, 'tools', 'test.py'), config,
+             ckpt, '--work-dir', str(tmp_path / 'test'), *extra], cwd=ROOT,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, timeout=600)
+
+    proc = run()
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    out = proc.stdout
+    assert 'unexpected in the checkpoint (12): backbone.layers.2.' in out
+    assert 'Traceback' not in out and 'error: ' in out
+    assert 'head.layers.head.weight (5, 32) in the checkpoint, (3, 32) in ' \
+        'the model' in out
+    assert 'backbone.backbone.' not in out
+    proc = run('--cfg-options', 'strict_load=False')
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert 'accuracy/top1' in proc.stdout

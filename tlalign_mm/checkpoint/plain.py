@@ -1,0 +1,106 @@
+"""Our checkpoints hold tensors and plain Python only.
+
+mmengine's Runner writes the message hub as it is: ``HistoryBuffer``s of
+numpy arrays and numpy scalars, and a ``OneCycleLR`` pickles its annealing
+function. Those need globals outside torch's weights-only allow-list. Here
+they are converted on save (:func:`plain_checkpoint`, called by
+:class:`~tlalign_mm.checkpoint.hooks.CheckpointSafetyHook` in
+``before_save_checkpoint``) and the message hub is restored on load
+(:func:`restore_message_hub`, called by :func:`~.load.load`), so our files
+load with ``torch.load(path, weights_only=True)`` and nothing else.
+"""
+import random
+from typing import Any, Dict
+
+import numpy as np
+import torch
+from mmengine.logging import HistoryBuffer
+
+__all__ = ['capture_rng', 'check_rng', 'plain_checkpoint', 'restore_rng',
+           'restore_message_hub']
+
+_BUFFER_KEYS = {'log', 'count', 'max_length'}
+
+
+def _plain(value: Any) -> Any:
+    """numpy -> Python / tensors, containers walked; functions (a
+    scheduler's ``anneal_func``, rebuilt from the config) dropped."""
+    if isinstance(value, HistoryBuffer):
+        log, count = value.data
+        return dict(log=torch.from_numpy(np.array(log, dtype=np.float64)),
+                    count=torch.from_numpy(np.array(count, dtype=np.int64)),
+                    max_length=int(value.max_length))
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):  # numbers: a tensor; else a list
+        return torch.from_numpy(value.copy()) if value.dtype.kind in \
+            'biuf' else value.tolist()
+    if isinstance(value, dict):
+        return type(value)((k, _plain(v)) for k, v in value.items()
+                           if not callable(v) or torch.is_tensor(v))
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def plain_checkpoint(checkpoint: dict) -> None:
+    """Convert, in place, what a Runner checkpoint holds besides tensors
+    and plain Python (model and optimizer state are tensors already)."""
+    for key in ('meta', 'message_hub', 'param_schedulers'):
+        if key in checkpoint:
+            checkpoint[key] = _plain(checkpoint[key])
+
+
+def restore_message_hub(hub: dict) -> dict:
+    """The ``HistoryBuffer``s of a plain message hub, rebuilt through the
+    constructor from the tensors."""
+    scalars = hub.get('log_scalars')
+    if isinstance(scalars, dict):
+        for key, value in scalars.items():
+            if isinstance(value, dict) and set(value) == _BUFFER_KEYS:
+                scalars[key] = HistoryBuffer(
+                    value['log'].numpy(), value['count'].numpy(),
+                    int(value['max_length']))
+    return hub
+
+
+def capture_rng() -> Dict[str, Any]:
+    """The generator states a training step draws from: Python's
+    ``random``, numpy's global generator, torch's CPU (and, once
+    initialised, CUDA) generators; plain tuples, lists and tensors."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state = dict(python=random.getstate(),
+                 numpy=(name, keys.tolist(), int(pos), int(has_gauss),
+                        float(cached)),
+                 torch=torch.get_rng_state())
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state['cuda'] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _apply(state: Dict[str, Any], python, numpy, torch_gen) -> None:
+    version, internal, gauss = state['python']
+    python.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = state['numpy']
+    numpy.set_state((name, np.asarray(keys, dtype=np.uint32), pos,
+                     has_gauss, cached))
+    torch_gen(state['torch'].cpu())
+
+
+def check_rng(state: Any) -> None:
+    """Raise (ValueError, TypeError...) unless ``state`` is what
+    :func:`capture_rng` returns: it is applied to fresh generators."""
+    if not isinstance(state, dict) or not torch.is_tensor(
+            state.get('torch')):
+        raise ValueError(f'not a generator state: {type(state).__name__}')
+    _apply(state, random.Random(), np.random.RandomState(),
+           torch.Generator().set_state)
+
+
+def restore_rng(state: Dict[str, Any]) -> None:
+    """Set the states :func:`capture_rng` returned."""
+    _apply(state, random, np.random, torch.set_rng_state)
+    if 'cuda' in state and torch.cuda.is_available():
+        cuda = [s.cpu() for s in state['cuda']]
+        if len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda)
