@@ -112,13 +112,13 @@ def label_map_of(tokens: torch.Tensor, hw: _Pair) -> torch.Tensor:
     return tokens.transpose(1, 2).reshape(B, S, *hw)
 
 
-def with_extra_tokens(patch_labels: torch.Tensor, cls_weights: torch.Tensor,
+def with_extra_tokens(patch_labels: torch.Tensor, area_share: torch.Tensor,
                       num_extra_tokens: int) -> torch.Tensor:
     """Prepend the class (and distillation) tokens' labels.
 
     Args:
         patch_labels (Tensor): ``(B, N, S)``.
-        cls_weights (Tensor): ``(B, S)``, each source's area share (lambda).
+        area_share (Tensor): ``(B, S)``, each source's area share (lambda).
         num_extra_tokens (int): how many tokens precede the patch tokens.
 
     Returns:
@@ -126,5 +126,5 @@ def with_extra_tokens(patch_labels: torch.Tensor, cls_weights: torch.Tensor,
     """
     if num_extra_tokens == 0:
         return patch_labels
-    extra = cls_weights[:, None, :].expand(-1, num_extra_tokens, -1)
+    extra = area_share[:, None, :].expand(-1, num_extra_tokens, -1)
     return torch.cat([extra.to(patch_labels), patch_labels], dim=1)

@@ -73,7 +73,7 @@ def token_labels(module: nn.Module, label_map: torch.Tensor) -> torch.Tensor:
             f'TL-Align has no label rule for the tokens of '
             f'{_qualname(type(module))}. Modules with a rule (and their '
             f'subclasses): {known}. Register one with '
-            'tlalign_mm.models.tracers.token_rules.register_token_rule.')
+            'tlalign_mm.models.recorders.token_rules.register_token_rule.')
     return rule(module, label_map)
 
 

@@ -13,38 +13,21 @@ What timm's model computes, and what the taps read (timm 1.0.31,
   ``timm.layers.patch_embed.PatchEmbed``; ``dynamic_img_pad`` pads the
   bottom/right, and padding carries no mass). The prefix tokens, class,
   distillation and register tokens, in ``_pos_embed``'s order, start with
-  ``cls_weights`` (the area share lambda): registers, like the class token,
+  ``area_share`` (the area share lambda): registers, like the class token,
   are learned tokens that hold no pixel, so this is our choice.
 - **Each block** (``Block``, ``ResPostBlock``) moves labels with the
-  head-averaged attention of its ``timm.layers.Attention``, which has two
-  paths, one switch (``fused_attn``):
-
-  - *explicit* (``fused_attn=False``): ``attn.softmax(-1)`` is the input of
-    ``attn_drop``, so a forward pre-hook on ``attn_drop`` sees the
-    attention the tokens use, before dropout, as the official code reads it
-    (``Euphoria16/TL-Align``, ``timm/models/vision_transformer.py`` at
-    2a3f35c, ``Attention.forward``: ``mean(softmax, dim=1) @ label``);
-  - *fused*: ``Attention.forward`` calls
-    ``F.scaled_dot_product_attention`` through the module-global ``F``.
-    While (and only while) that module's forward runs, a
-    :class:`torch.overrides.TorchFunctionMode` hands that one call to the
-    same :class:`~.vit.AttentionFnTap` mmpretrain's ViT uses, so the labels
-    ride along in the block's own attention call
-    (:func:`tlalign_mm.core.attention_with_labels`). The mode is pushed by
-    a forward pre-hook and popped by a forward hook registered with
-    ``always_call=True`` (it runs also when the forward raises). Torch
-    function modes live on a per-thread stack, so the interception cannot
-    leak into another module or another thread. Options weighed:
-    rebinding ``timm.layers.attention.F`` for the call would change every
-    timm attention in the process, in every thread; recomputing ``q kᵀ``
-    from hooks on ``q_norm``/``k_norm`` would cost a second attention
-    pass, where riding along costs a few value channels.
-
-  Layer scale (``ls1``), qk-norm (it runs before either path), the gate
-  and the output projection leave labels alone, like the MLP.
+  head-averaged attention of its ``timm.layers.Attention``. Both of its
+  paths (``fused_attn``: ``F.scaled_dot_product_attention``, or the
+  explicit ``softmax(q k^T scale)``) attend with ``q, k = self.q_norm(q),
+  self.k_norm(k)`` and ``self.scale = head_dim ** -0.5`` (SDPA's default):
+  forward hooks on ``q_norm`` and ``k_norm`` (``nn.Identity`` without
+  qk-norm; a hook still sees its output) record exactly the q and k the
+  attention uses, the very tensors its backward saves. Layer scale
+  (``ls1``), the gate and the output projection leave labels alone, like
+  the MLP.
 - **Drop-path** (timm's ``DropPath``, whose ``bernoulli_`` draw is its
   own): the per-sample keep decision is read off ``drop_path1``'s output
-  by the protocol (:class:`.base.BlockTrace`).
+  by the protocol (:mod:`.base`).
 - **The readout** is timm's own head input (``forward_head``): the class
   token for ``global_pool='token'``; the mean over the tokens after the
   prefix (or all, with ``pool_include_prefix``) for ``'avg'``; the mean of
@@ -58,19 +41,16 @@ Anything else timm builds (Swin, ConvNeXt, EVA, hybrid embeddings,
 ``PatchDropout``, attention pooling, parallel blocks) gets a clear error
 that names what is supported.
 """
-import threading
-from typing import Callable, Dict, List
+from functools import partial
+from typing import List
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
-from tlalign_mm.core import flatten_label_map, window_mean
+from tlalign_mm.core import Attention, Keys, flatten_label_map, window_mean
 
-from .base import BlockTrace, TracedBlock, Tracer, label_math
+from .base import Block, Recorder
 from .token_rules import register_token_rule
-from .vit import AttentionFnTap
 
 _TIMM_BACKBONE = 'mmpretrain.models.backbones.timm_backbone.TIMMBackbone'
 _VIT = 'timm.models.vision_transformer.VisionTransformer'
@@ -119,76 +99,24 @@ def timm_patch_embed_labels(embed: nn.Module,
                     proj.dilation, pre_pad))
 
 
-class _SDPAMode(TorchFunctionMode):
-    """Sends ``F.scaled_dot_product_attention`` to the block's
-    :class:`AttentionFnTap`; every other function runs unchanged."""
-
-    def __init__(self, tap: AttentionFnTap):
-        super().__init__()
-        self.tap = tap
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        if func is F.scaled_dot_product_attention:
-            return self.tap(*args, **kwargs)
-        return func(*args, **kwargs)
+def _record_query(recording, attn, module, args, q) -> None:
+    if recording.records is not None:
+        recording.add(Attention(q.detach(), scale=attn.scale))
 
 
-class TimmAttentionTap:
-    """The hooks that hand one block's trace the ``Ā Y`` of its timm
-    ``Attention``, on the fused or the explicit path (module docstring)."""
-
-    def __init__(self, trace: BlockTrace):
-        self.trace = trace
-        self.mode = _SDPAMode(
-            AttentionFnTap(F.scaled_dot_product_attention, trace))
-        # Modes pushed by this tap, per thread: the exit hook pops only
-        # what its own thread's enter hook pushed.
-        self._pushed: Dict[int, int] = {}
-
-    def enter_hook(self, module: nn.Module, args) -> None:
-        """Forward pre-hook of the ``Attention``: on the fused path, route
-        its attention call to the tap for this forward."""
-        if self.trace.session.state is None or not module.fused_attn:
-            return
-        self.mode.__enter__()
-        thread = threading.get_ident()
-        self._pushed[thread] = self._pushed.get(thread, 0) + 1
-
-    def exit_hook(self, module: nn.Module, args, output) -> None:
-        """Forward hook of the ``Attention`` (always called): pop the mode
-        the enter hook pushed."""
-        thread = threading.get_ident()
-        pushed = self._pushed.get(thread, 0)
-        if pushed:
-            if pushed == 1:
-                del self._pushed[thread]
-            else:
-                self._pushed[thread] = pushed - 1
-            self.mode.__exit__(None, None, None)
-
-    def softmax_hook(self, attn_drop: nn.Module, args) -> None:
-        """Forward pre-hook of ``attn_drop`` (the explicit path): its input
-        is the ``(B, H, N, N)`` attention after softmax, before dropout."""
-        state = self.trace.session.state
-        if state is None:
-            return
-        if not state.aligns():
-            self.trace.attend(None)
-            return
-        with label_math(state.labels.device.type):
-            attended = torch.matmul(args[0].float().mean(1), state.labels)
-        self.trace.attend(attended)
+def _record_key(recording, module, args, k) -> None:
+    if recording.records is not None:
+        recording.add(Keys(k.detach()))
 
 
-class TimmViTTracer(Tracer):
+class TimmViTRecorder(Recorder):
     """timm ``VisionTransformer`` (and subclasses), bare or in mmpretrain's
     ``TIMMBackbone``. See the module docstring."""
 
     attention_types = (_ATTENTION, )
 
     def supports(self, backbone: nn.Module) -> bool:
-        # Every timm model is this tracer's to accept or to refuse with a
+        # Every timm model is this recorder's to accept or to refuse with a
         # timm-specific message (timm's Swin included).
         model = timm_model(backbone)
         return _is_a(backbone, _TIMM_BACKBONE) or \
@@ -201,10 +129,10 @@ class TimmViTTracer(Tracer):
         model = timm_model(backbone)
         if not _is_a(model, _VIT):
             raise NotImplementedError(
-                f'TL-Align does not trace timm {type(model).__name__} '
+                f'TL-Align does not record timm {type(model).__name__} '
                 f'({type(model).__module__}). Supported from timm: '
                 f'{SUPPORTED}. For Swin, use mmpretrain\'s SwinTransformer '
-                '(type=\'SwinTransformer\'), which TL-Align traces.')
+                '(type=\'SwinTransformer\'), which TL-Align records.')
         return model
 
     def check(self, backbone: nn.Module) -> None:
@@ -224,19 +152,19 @@ class TimmViTTracer(Tracer):
         self.readout_kind(model)
         self.blocks(backbone)
 
-    def blocks(self, backbone: nn.Module) -> List[TracedBlock]:
+    def blocks(self, backbone: nn.Module) -> List[Block]:
         blocks = []
         for i, block in enumerate(self.vit(backbone).blocks):
             attn = getattr(block, 'attn', None)
             if not any(_is_a(block, path) for path in _BLOCKS) or \
                     not _is_a(attn, _ATTENTION):
                 raise NotImplementedError(
-                    f'TL-Align traces timm blocks x + attn(...) whose '
+                    f'TL-Align records timm blocks x + attn(...) whose '
                     f"attention is timm's Attention (Block, ResPostBlock); "
                     f'block {i} is a {type(block).__name__} with '
                     f'{type(attn).__name__} attention. Supported from timm: '
                     f'{SUPPORTED}.')
-            blocks.append(TracedBlock(block, attn, block.drop_path1))
+            blocks.append(Block(block, attn, block.drop_path1))
         return blocks
 
     def patch_embed(self, backbone: nn.Module) -> nn.Module:
@@ -245,16 +173,14 @@ class TimmViTTracer(Tracer):
     def num_extra_tokens(self, backbone: nn.Module) -> int:
         return self.vit(backbone).num_prefix_tokens
 
-    def tap_attention(self, block: TracedBlock,
-                      trace: BlockTrace) -> List[Callable[[], None]]:
-        tap = TimmAttentionTap(trace)
+    def record_attention(self, block: Block, recording) -> list:
         attn = block.attention
-        handles = [
-            attn.register_forward_pre_hook(tap.enter_hook),
-            attn.register_forward_hook(tap.exit_hook, always_call=True),
-            attn.attn_drop.register_forward_pre_hook(tap.softmax_hook),
+        return [
+            attn.q_norm.register_forward_hook(
+                partial(_record_query, recording, attn)),
+            attn.k_norm.register_forward_hook(
+                partial(_record_key, recording)),
         ]
-        return [handle.remove for handle in handles]
 
     @staticmethod
     def readout_kind(model: nn.Module) -> str:

@@ -1,0 +1,276 @@
+"""The recording protocol: what a family supplies, and the hooks.
+
+A :class:`Recording` puts public forward hooks on a backbone that, while a
+recording is open (:meth:`Recording.__call__`), append what the backbone's
+own forward computes to that call's list of records
+(:mod:`tlalign_mm.core.records`). The hooks hold no labels and change no
+module; the forward, and so the tokens and gradients, are the plain one.
+Outside a recording the hooks return at once.
+
+Hooks are installed once, not per call: ``torch.compile`` breaks the graph
+on every ``register_forward_hook`` inside the compiled step, so the
+classifier keeps one :class:`Recording` for its backbone; the list a call
+opens is the only thing the hooks write to.
+
+What every family shares lives here (drop-path, token steps, the head's
+input); a family (:class:`Recorder`) supplies its blocks, the hook that
+records a block's attention (:meth:`Recorder.record_attention`) and the
+readout.
+"""
+from contextlib import contextmanager
+from functools import partial
+from typing import List, NamedTuple, Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+from torch.utils.hooks import RemovableHandle
+
+from tlalign_mm.core import (
+    DropPath,
+    HeadInput,
+    TokenStep,
+    with_extra_tokens,
+)
+
+from .token_rules import input_grid, token_labels, token_rule
+
+
+@contextmanager
+def label_math(device_type: str):
+    """Label arithmetic: float32 and no gradient, also inside an autocast
+    region (convolutions and matmuls would otherwise run in bf16/fp16 and
+    round the labels)."""
+    with torch.no_grad(), torch.autocast(device_type, enabled=False):
+        yield
+
+
+class Block(NamedTuple):
+    """One transformer block, as a recorder sees it.
+
+    Attributes:
+        block (nn.Module): the whole block.
+        attention (nn.Module): its attention module.
+        drop_path (nn.Module, optional): the attention branch's drop-path.
+    """
+    block: nn.Module
+    attention: nn.Module
+    drop_path: Optional[nn.Module]
+
+
+class Recorder:
+    """What a family of backbones supplies: its blocks, the hook that
+    records a block's attention, how many tokens precede the patches, and
+    the readout. Stateless: one instance serves every backbone.
+
+    Subclasses set :attr:`attention_types` (dispatch is by the attention
+    modules a backbone contains) and implement :meth:`blocks` and
+    :meth:`record_attention`.
+    """
+
+    #: Import paths (``'package.module.Class'``) of the attention modules
+    #: this recorder reads, subclasses included.
+    attention_types: Sequence[str] = ()
+
+    def supports(self, backbone: nn.Module) -> bool:
+        return any(self.is_attention(m) for m in backbone.modules())
+
+    def is_attention(self, module: nn.Module) -> bool:
+        return any(f'{c.__module__}.{c.__qualname__}' in self.attention_types
+                   for c in type(module).__mro__)
+
+    def check(self, backbone: nn.Module) -> None:
+        """Raise a clear error if ``backbone`` is not built the way this
+        family is recorded."""
+        self.blocks(backbone)
+
+    def blocks(self, backbone: nn.Module) -> List[Block]:
+        raise NotImplementedError
+
+    def num_layers(self, backbone: nn.Module) -> int:
+        return len(self.blocks(backbone))
+
+    def record_attention(self, block: Block,
+                         recording: 'Recording') -> List[RemovableHandle]:
+        """Install the hooks that record ``block``'s attention (an
+        :class:`~tlalign_mm.core.Attention`, and what follows it) into
+        ``recording``; return their handles."""
+        raise NotImplementedError
+
+    def patch_embed(self, backbone: nn.Module) -> nn.Module:
+        """The module that makes the first tokens from the image."""
+        embed = getattr(backbone, 'patch_embed', None)
+        if embed is None:
+            raise NotImplementedError(
+                f'{type(backbone).__name__} has no patch_embed; its recorder '
+                'must say which module makes the first tokens.')
+        return embed
+
+    def patch_size(self, backbone: nn.Module) -> Optional[Tuple[int, int]]:
+        """``(ph, pw)`` in pixels of the patch embedding: its conv's stride
+        (mmcv, mmdet, timm ``PatchEmbed``), or its ``patch_size`` (SPT);
+        ``None`` if it is neither."""
+        embed = self.patch_embed(backbone)
+        conv = getattr(embed, 'projection', None) or getattr(
+            embed, 'proj', None)
+        if isinstance(conv, nn.Conv2d):
+            return tuple(int(s) for s in conv.stride)
+        size = getattr(embed, 'patch_size', None)
+        if isinstance(size, (tuple, list)) and len(size) == 2 and all(
+                isinstance(s, int) for s in size):
+            return tuple(size)
+        return None
+
+    def input_channels(self, backbone: nn.Module) -> Optional[int]:
+        """Channels the patch embedding takes, where it says."""
+        embed = self.patch_embed(backbone)
+        for conv in (getattr(embed, 'projection', None),
+                     getattr(embed, 'proj', None), embed):
+            channels = getattr(conv, 'in_channels', None)
+            if isinstance(channels, int):
+                return channels
+        return None
+
+    def num_extra_tokens(self, backbone: nn.Module) -> int:
+        """Tokens before the patch tokens (class, distillation)."""
+        return 0
+
+    def token_steps(self, backbone: nn.Module) -> List[nn.Module]:
+        """Token-making modules inside the forward after the patch
+        embedding (patch merging, pooling, later stages' embeddings): every
+        module with a label rule other than the patch embedding, outermost
+        only."""
+        embed = self.patch_embed(backbone)
+        inside = set()
+        steps = []
+        for module in backbone.modules():
+            if module is embed or id(module) in inside:
+                inside.update(id(m) for m in module.modules())
+                continue
+            if token_rule(module) is not None:
+                steps.append(module)
+                inside.update(id(m) for m in module.modules())
+        return steps
+
+    def head_input(self, backbone: nn.Module) -> Optional[nn.Module]:
+        """A module whose input is the token map the head reads, when that
+        is not the last block's output (pyramids); ``None`` otherwise."""
+        return None
+
+    def initial_labels(self, backbone: nn.Module, pixel_weights: torch.Tensor,
+                       area_share: torch.Tensor) -> torch.Tensor:
+        """``(B, N, S)``: the patch tokens' labels by their module's rule,
+        after ``area_share`` for the extra tokens."""
+        patches = token_labels(self.patch_embed(backbone), pixel_weights)
+        return with_extra_tokens(patches, area_share,
+                                 self.num_extra_tokens(backbone))
+
+    def readout(self, backbone: nn.Module,
+                tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, N, K)`` -> ``(B, K)``: what the head classifies from, for
+        token labels and features alike. Default: the mean token."""
+        return tokens.mean(1)
+
+
+class Recording:
+    """Hooks on one backbone that record what its forward computes.
+
+    Args:
+        backbone (nn.Module): the backbone.
+        recorder (Recorder): its family's recorder.
+
+    Calling it, ``recording(images) -> (feats, records)``, runs the
+    backbone's own forward once and returns its output and the records of
+    that call. :meth:`remove` takes the hooks off.
+    """
+
+    def __init__(self, backbone: nn.Module, recorder: Recorder):
+        recorder.check(backbone)
+        self.backbone = backbone
+        self.recorder = recorder
+        self.records: Optional[list] = None
+        blocks = recorder.blocks(backbone)
+        self.num_blocks = len(blocks)
+        handles: List[RemovableHandle] = []
+        for block in blocks:
+            handles += recorder.record_attention(block, self)
+            if block.drop_path is not None and not isinstance(
+                    block.drop_path, nn.Identity):
+                handles.append(block.drop_path.register_forward_hook(
+                    partial(_record_drop_path, self)))
+        for module in recorder.token_steps(backbone):
+            handles.append(module.register_forward_pre_hook(
+                partial(_record_token_step, self, token_rule(module)),
+                with_kwargs=True))
+        head = recorder.head_input(backbone)
+        self.reads_head_input = head is not None
+        if head is not None:
+            handles.append(head.register_forward_pre_hook(
+                partial(_record_head_input, self)))
+        self._handles = handles
+
+    @property
+    def active(self) -> bool:
+        return self.records is not None
+
+    def add(self, record) -> None:
+        """Append ``record`` to the open recording (called by hooks)."""
+        self.records.append(record)
+
+    def __call__(self, images: torch.Tensor) -> Tuple[object, list]:
+        if self.records is not None:
+            raise RuntimeError(
+                f'{type(self.backbone).__name__} is already being recorded '
+                '(a recorded forward of it is running in another thread, '
+                'or a recorded forward called itself); record one backbone '
+                'per call at a time.')
+        self.records = []
+        try:
+            feats = self.backbone(images)
+        finally:
+            records, self.records = self.records, None
+        return feats, records
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+
+def _record_drop_path(recording: Recording, module: nn.Module, args,
+                      output) -> None:
+    """Forward hook of a block's attention-branch drop-path: a sample is
+    dropped exactly when the module's output for it is all zeros (it
+    multiplies the branch by 0 or ``1 / keep_prob``). Read off the real
+    call, so whatever RNG the module uses is followed."""
+    if recording.records is None or not module.training:
+        return
+    keep = output.any(dim=tuple(range(1, output.dim())), keepdim=True)
+    recording.add(DropPath(keep if keep.dim() == 3 else keep.view(-1, 1, 1)))
+
+
+def _record_token_step(recording: Recording, rule, module: nn.Module, args,
+                       kwargs) -> None:
+    """Forward pre-hook of a token-making module inside the backbone."""
+    if recording.records is not None:
+        recording.add(TokenStep(input_grid(args, kwargs),
+                                partial(rule, module),
+                                type(module).__name__))
+
+
+def _record_head_input(recording: Recording, module: nn.Module,
+                       args) -> None:
+    """Forward pre-hook of the module that receives the tokens the head
+    pools."""
+    if recording.records is not None:
+        recording.add(HeadInput())
+
+
+def last_output_stage(num_stages: int, out_indices) -> int:
+    """The stage whose output is the last of a pyramid's output tuple (the
+    one a pooled head reads)."""
+    stages = [i for i in range(num_stages) if i in out_indices]
+    if not stages:
+        raise ValueError(
+            f'TL-Align needs the label of what the head classifies, but '
+            f'out_indices={out_indices} outputs no stage.')
+    return stages[-1]
