@@ -178,7 +178,7 @@ class PairViT(nn.Module):
         return (x.mean(1), )
 
 
-# The family: its recording and key map, and nothing else (32 lines).
+# The family: its recording and key map, and nothing else (30 lines).
 class PairKeys(NamedTuple):
     """Key map: a key's label is the mean label of its token pair."""
     padded = False
