@@ -239,13 +239,18 @@ class Recording:
 def _record_drop_path(recording: Recording, module: nn.Module, args,
                       output) -> None:
     """Forward hook of a block's attention-branch drop-path: a sample is
-    dropped exactly when the module's output for it is all zeros (it
-    multiplies the branch by 0 or ``1 / keep_prob``). Read off the real
-    call, so whatever RNG the module uses is followed."""
+    dropped exactly when the module's output for it is zeros (it multiplies
+    the branch by 0 or ``1 / keep_prob``). Read off the real call, so
+    whatever RNG the module uses is followed; the first token's row decides
+    (a kept sample's branch output has a nonzero first row: a reduction
+    over it costs ``1 / N`` of one over every token)."""
     if recording.records is None or not module.training:
         return
-    keep = output.any(dim=tuple(range(1, output.dim())), keepdim=True)
-    recording.add(DropPath(keep if keep.dim() == 3 else keep.view(-1, 1, 1)))
+    if output.dim() == 3:
+        keep = output[:, :1].any(dim=(1, 2), keepdim=True)
+    else:
+        keep = output.flatten(1).any(1).view(-1, 1, 1)
+    recording.add(DropPath(keep))
 
 
 def _record_token_step(recording: Recording, rule, module: nn.Module, args,
