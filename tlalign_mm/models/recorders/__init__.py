@@ -1,12 +1,7 @@
-"""Recorders: what each family of backbones records, and how its labels
-map to keys.
-
-Dispatch is by module, not by backbone class: a backbone's recorder is the
-one whose attention modules it contains (:attr:`Recorder.attention_types`),
-and the modules that make tokens get their labels from one table of rules
-(:mod:`.token_rules`). So a subclass, or a new backbone assembled from
-supported attention and embedding modules (e.g. mmpretrain's ``DeiT3``,
-SL-ViT with SPT and LSA), needs no recorder code of its own.
+"""Recorders: what each family records and how its labels map to keys.
+Dispatch is by attention module (:attr:`Recorder.attention_types`) and
+token rules by module type (:mod:`.token_rules`), so a backbone assembled
+from supported modules (``DeiT3``, SL-ViT) needs no code of its own.
 """
 import torch.nn as nn
 
@@ -37,13 +32,8 @@ def get_recorder(backbone) -> Recorder:
             for r in RECORDERS)
         raise NotImplementedError(
             f'TL-Align has no recorder for {type(backbone).__name__}: it '
-            f'contains none of the attention modules the recorders read '
-            f'({kinds}). Supported backbones: mmpretrain VisionTransformer '
-            '(ViT, DeiT, distilled DeiT, DeiT3), SwinTransformer, SLViT, '
-            "SLSwin, mmdet's PyramidVisionTransformer(V2), and timm's "
-            'VisionTransformer family (through PooledTIMMBackbone). Add a '
-            'Recorder in tlalign_mm/models/recorders/ for another attention '
-            'module.')
+            f'holds none of the attention modules recorders read ({kinds}); '
+            'see docs/design.md, "Adding a backbone".')
     raise NotImplementedError(
         f'{type(backbone).__name__} mixes the attention modules of '
         f'{", ".join(type(r).__name__ for r in found)}; TL-Align records '

@@ -1,21 +1,13 @@
 """The recording protocol: what a family supplies, and the hooks.
 
 A :class:`Recording` puts public forward hooks on a backbone that, while a
-recording is open (:meth:`Recording.__call__`), append what the backbone's
-own forward computes to that call's list of records
-(:mod:`tlalign_mm.core.records`). The hooks hold no labels and change no
-module; the forward, and so the tokens and gradients, are the plain one.
-Outside a recording the hooks return at once.
-
-Hooks are installed once, not per call: ``torch.compile`` breaks the graph
-on every ``register_forward_hook`` inside the compiled step, so the
-classifier keeps one :class:`Recording` for its backbone; the list a call
-opens is the only thing the hooks write to.
-
-What every family shares lives here (drop-path, token steps, the head's
-input); a family (:class:`Recorder`) supplies its blocks, the hook that
-records a block's attention (:meth:`Recorder.record_attention`) and the
-readout.
+call of it is open, append what the backbone's own forward computes to that
+call's list of records (:mod:`tlalign_mm.core.records`). The hooks hold no
+labels and change no module: the forward, tokens and gradients are the
+plain ones; outside a call they return at once. They are installed once,
+not per call, because ``torch.compile`` breaks the graph on every
+``register_forward_hook`` in a compiled step; the open list is the only
+thing they write to.
 """
 from contextlib import contextmanager
 from functools import partial
@@ -45,27 +37,18 @@ def label_math(device_type: str):
 
 
 class Block(NamedTuple):
-    """One transformer block, as a recorder sees it.
-
-    Attributes:
-        block (nn.Module): the whole block.
-        attention (nn.Module): its attention module.
-        drop_path (nn.Module, optional): the attention branch's drop-path.
-    """
+    """A transformer block, its attention module and the attention
+    branch's drop-path (or ``None``)."""
     block: nn.Module
     attention: nn.Module
     drop_path: Optional[nn.Module]
 
 
 class Recorder:
-    """What a family of backbones supplies: its blocks, the hook that
-    records a block's attention, how many tokens precede the patches, and
-    the readout. Stateless: one instance serves every backbone.
-
-    Subclasses set :attr:`attention_types` (dispatch is by the attention
-    modules a backbone contains) and implement :meth:`blocks` and
-    :meth:`record_attention`.
-    """
+    """What a family of backbones supplies (stateless): its
+    :attr:`attention_types` (dispatch is by attention module),
+    :meth:`blocks`, :meth:`record_attention`, and where the defaults do not
+    fit, the patch embedding, extra tokens, head input and readout."""
 
     #: Import paths (``'package.module.Class'``) of the attention modules
     #: this recorder reads, subclasses included.
@@ -79,8 +62,7 @@ class Recorder:
                    for c in type(module).__mro__)
 
     def check(self, backbone: nn.Module) -> None:
-        """Raise a clear error if ``backbone`` is not built the way this
-        family is recorded."""
+        """A clear error if ``backbone`` is not built as recorded."""
         self.blocks(backbone)
 
     def blocks(self, backbone: nn.Module) -> List[Block]:
@@ -91,9 +73,7 @@ class Recorder:
 
     def record_attention(self, block: Block,
                          recording: 'Recording') -> List[RemovableHandle]:
-        """Install the hooks that record ``block``'s attention (an
-        :class:`~tlalign_mm.core.Attention`, and what follows it) into
-        ``recording``; return their handles."""
+        """Hooks recording ``block``'s attention into ``recording``."""
         raise NotImplementedError
 
     def patch_embed(self, backbone: nn.Module) -> nn.Module:
@@ -106,9 +86,8 @@ class Recorder:
         return embed
 
     def patch_size(self, backbone: nn.Module) -> Optional[Tuple[int, int]]:
-        """``(ph, pw)`` in pixels of the patch embedding: its conv's stride
-        (mmcv, mmdet, timm ``PatchEmbed``), or its ``patch_size`` (SPT);
-        ``None`` if it is neither."""
+        """``(ph, pw)``: the embedding conv's stride, or its
+        ``patch_size`` (SPT); ``None`` if neither."""
         embed = self.patch_embed(backbone)
         conv = getattr(embed, 'projection', None) or getattr(
             embed, 'proj', None)
@@ -135,10 +114,8 @@ class Recorder:
         return 0
 
     def token_steps(self, backbone: nn.Module) -> List[nn.Module]:
-        """Token-making modules inside the forward after the patch
-        embedding (patch merging, pooling, later stages' embeddings): every
-        module with a label rule other than the patch embedding, outermost
-        only."""
+        """Modules with a label rule other than the patch embedding
+        (merging, pooling, later stages' embeddings), outermost only."""
         embed = self.patch_embed(backbone)
         inside = set()
         steps = []
@@ -152,36 +129,26 @@ class Recorder:
         return steps
 
     def head_input(self, backbone: nn.Module) -> Optional[nn.Module]:
-        """A module whose input is the token map the head reads, when that
-        is not the last block's output (pyramids); ``None`` otherwise."""
+        """A module whose input the head reads (pyramids), or ``None``."""
         return None
 
     def initial_labels(self, backbone: nn.Module, pixel_weights: torch.Tensor,
                        area_share: torch.Tensor) -> torch.Tensor:
-        """``(B, N, S)``: the patch tokens' labels by their module's rule,
-        after ``area_share`` for the extra tokens."""
+        """``(B, N, S)``: extra tokens at ``area_share``, then patches."""
         patches = token_labels(self.patch_embed(backbone), pixel_weights)
         return with_extra_tokens(patches, area_share,
                                  self.num_extra_tokens(backbone))
 
     def readout(self, backbone: nn.Module,
                 tokens: torch.Tensor) -> torch.Tensor:
-        """``(B, N, K)`` -> ``(B, K)``: what the head classifies from, for
-        token labels and features alike. Default: the mean token."""
+        """``(B, N, K)`` -> ``(B, K)`` what the head reads: the mean."""
         return tokens.mean(1)
 
 
 class Recording:
-    """Hooks on one backbone that record what its forward computes.
-
-    Args:
-        backbone (nn.Module): the backbone.
-        recorder (Recorder): its family's recorder.
-
-    Calling it, ``recording(images) -> (feats, records)``, runs the
-    backbone's own forward once and returns its output and the records of
-    that call. :meth:`remove` takes the hooks off.
-    """
+    """Hooks on ``backbone`` by its family's ``recorder``.
+    ``recording(images) -> (feats, records)`` runs the backbone's own
+    forward once; :meth:`remove` takes the hooks off."""
 
     def __init__(self, backbone: nn.Module, recorder: Recorder):
         recorder.check(backbone)
@@ -213,7 +180,6 @@ class Recording:
         return self.records is not None
 
     def add(self, record) -> None:
-        """Append ``record`` to the open recording (called by hooks)."""
         self.records.append(record)
 
     def __call__(self, images: torch.Tensor) -> Tuple[object, list]:
@@ -238,12 +204,10 @@ class Recording:
 
 def _record_drop_path(recording: Recording, module: nn.Module, args,
                       output) -> None:
-    """Forward hook of a block's attention-branch drop-path: a sample is
-    dropped exactly when the module's output for it is zeros (it multiplies
-    the branch by 0 or ``1 / keep_prob``). Read off the real call, so
-    whatever RNG the module uses is followed; the first token's row decides
-    (a kept sample's branch output has a nonzero first row: a reduction
-    over it costs ``1 / N`` of one over every token)."""
+    """A sample is dropped exactly when the drop-path's output for it is
+    zeros (it scales the branch by 0 or ``1 / keep_prob``): read off the
+    real call, any RNG; the first token's row decides (``1 / N`` of the
+    reduction over all tokens)."""
     if recording.records is None or not module.training:
         return
     if output.dim() == 3:
@@ -255,7 +219,6 @@ def _record_drop_path(recording: Recording, module: nn.Module, args,
 
 def _record_token_step(recording: Recording, rule, module: nn.Module, args,
                        kwargs) -> None:
-    """Forward pre-hook of a token-making module inside the backbone."""
     if recording.records is not None:
         recording.add(TokenStep(input_grid(args, kwargs),
                                 partial(rule, module),
@@ -264,8 +227,6 @@ def _record_token_step(recording: Recording, rule, module: nn.Module, args,
 
 def _record_head_input(recording: Recording, module: nn.Module,
                        args) -> None:
-    """Forward pre-hook of the module that receives the tokens the head
-    pools."""
     if recording.records is not None:
         recording.add(HeadInput())
 

@@ -1,27 +1,19 @@
-"""Recording mmdet's ``PyramidVisionTransformer`` and
-``PyramidVisionTransformerV2``, built from mmpretrain's registry as
-``type='mmdet.PyramidVisionTransformerV2'`` (so the weights load in mmdet
-later).
+"""Recording mmdet's ``PyramidVisionTransformer(V2)`` (built as
+``type='mmdet.PyramidVisionTransformerV2'``, so weights load in mmdet).
 
-- ``SpatialReductionAttention`` calls its ``torch.nn.MultiheadAttention``
-  with the default ``need_weights=True, average_attn_weights=True``, so the
-  module returns the head-averaged attention ``Ā`` the tokens used (forward
-  hook): recorded as the block's probabilities. With attention dropout in
-  training those weights are after dropout; the hook then records q and k
-  instead, projected from the module's own inputs with its ``in_proj``
+- ``SpatialReductionAttention`` calls ``nn.MultiheadAttention`` with the
+  defaults ``need_weights=True, average_attn_weights=True``: its forward
+  hook records the head-averaged attention the tokens used. With attention
+  dropout in training those weights are after dropout, so the hook records
+  q and k instead, projected from the module's inputs with its ``in_proj``
   weights (the projection runs inside ``F.multi_head_attention_forward``,
-  which has no module to hook): one extra projection of q and k, and their
-  memory, only in that case.
-- ``SpatialReductionAttention`` (forward hook): its ``hw_shape``, which
-  gives the key map :class:`Reduction`: the keys are tokens pooled by the
-  strided ``sr`` conv, so a key's label is the mean label of the tokens it
-  pools (rows/columns the conv's floor leaves out feed no key).
+  no module to hook): extra work and memory in that case only.
+- ``SpatialReductionAttention``'s forward hook gives the :class:`Reduction`
+  key map: a key's label is the mean label of the tokens its ``sr`` window
+  pools.
 
-Every stage's patch embedding (v2's overlapping ones included), drop-path
-and the readout (the mean over the tokens of the last output stage) are the
-protocol's. Choices that are ours, not the paper's: the mean-under-window
-rule for overlapping embeddings and the reduction, and labels unchanged
-through v2's ``MixFFN`` although its depth-wise conv mixes neighbours.
+Ours, not the paper's: the mean-under-window rule for overlapping
+embeddings and the reduction; labels unchanged through v2's ``MixFFN``.
 """
 from functools import partial
 from typing import List, NamedTuple, Tuple
@@ -31,9 +23,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tlalign_mm.core import Attention, label_map_of
+from tlalign_mm.core.token_labels import as_conv_window, window_labels
 
 from .base import Block, Recorder, last_output_stage
-from .token_rules import as_conv_window, window_labels
 
 
 class Reduction(NamedTuple):
@@ -48,7 +40,7 @@ class Reduction(NamedTuple):
         if self.stride == (1, 1) and self.kernel == (1, 1):
             return labels
         window = as_conv_window(self.kernel, self.stride)
-        return window_labels(window, None, label_map_of(labels, self.hw))
+        return window_labels(window, label_map_of(labels, self.hw))
 
     def to_queries(self, attended, mass):
         return attended, mass

@@ -1,26 +1,17 @@
-"""Recording mmpretrain's ``SwinTransformer`` (tiny/small/base/large,
-custom archs, and SL-Swin, whose LSA ``LocalityWindowMSA`` computes its
-softmax through ``self.softmax`` like ``WindowMSA``).
+"""Recording mmpretrain's ``SwinTransformer`` (and SL-Swin, whose LSA
+``LocalityWindowMSA`` also computes its softmax through ``self.softmax``).
 
-- ``WindowMSA.softmax`` (an ``nn.Softmax``; forward hook): its output is the
-  attention the tokens use, after scale, relative position bias, shift mask
-  (and LSA's diagonal mask), before ``attn_drop``; autograd saves it for the
-  softmax's backward anyway. Recorded as the block's attention
+- ``WindowMSA.softmax`` (an ``nn.Softmax``): its output is the attention
+  the tokens use (scale, relative position bias, shift and LSA masks
+  applied; before ``attn_drop``), saved by autograd anyway: recorded as
   probabilities.
-- ``ShiftWindowMSA`` (forward hook): its ``hw_shape``, which gives the key
-  map :class:`Windows`: the labels are padded, rolled and partitioned into
-  windows like the tokens (``ShiftWindowMSA.window_partition``'s layout),
-  and ``Ā Y`` goes back like ``window_reverse``, the reverse roll and the
-  crop.
-
-Two decisions of ``ShiftWindowMSA.forward`` (mmpretrain 1.2.0,
-``models/utils/attention.py``) are mirrored: the bottom/right padding to a
-multiple of the window (``pad_r``/``pad_b``), and turning the shift off when
-the map equals the window and ``pad_small_map`` is off. Padding is our
-choice of rule (:mod:`tlalign_mm.core.alignment`): padded keys carry no
-label and the update is renormalised. Merging (``PatchMerging``) and the
-readout (the mean over the tokens ``norm{i}`` of the last output stage
-receives) are the protocol's (:mod:`.base`, :mod:`.token_rules`).
+- ``ShiftWindowMSA``'s ``hw_shape`` gives the :class:`Windows` key map:
+  labels padded, rolled and partitioned like the tokens
+  (``window_partition``'s layout); ``Ā Y`` back like ``window_reverse``,
+  the reverse roll and the crop. Mirrored from ``ShiftWindowMSA.forward``
+  (mmpretrain 1.2.0): the bottom/right padding and the shift turned off
+  when the map equals the window without ``pad_small_map``. Padded keys
+  carry no label (our rule, :mod:`tlalign_mm.core.alignment`).
 """
 from functools import partial
 from typing import List, NamedTuple, Tuple
@@ -35,8 +26,7 @@ from .base import Block, Recorder, last_output_stage
 
 
 class Windows(NamedTuple):
-    """How a ``ShiftWindowMSA`` call windows its ``hw`` token map: window
-    side, effective shift, and bottom/right padding."""
+    """How a ``ShiftWindowMSA`` call windows its ``hw`` map."""
     hw: Tuple[int, int]
     window_size: int
     shift: int

@@ -1,45 +1,29 @@
-"""TL-Align through timm's Vision Transformer family (``vit_*``,
-``deit_*``, ``deit3_*``, distilled DeiT, register tokens, qk-norm, layer
-scale), bare or inside mmpretrain's ``TIMMBackbone`` (whose
-``timm_model`` it reads; build it with
-:func:`tlalign_mm.models.PooledTIMMBackbone` so that the head sees timm's
-own pooled feature).
+"""Recording timm's Vision Transformer family (``vit_*``, ``deit_*``,
+``deit3_*``, distilled DeiT, register tokens, qk-norm, layer scale), bare
+or in mmpretrain's ``TIMMBackbone`` (build it with
+:func:`tlalign_mm.models.PooledTIMMBackbone`, so the head sees timm's own
+pooled feature). timm 1.0.31, ``models/vision_transformer.py``,
+``layers/attention.py``:
 
-What timm's model computes, and what the taps read (timm 1.0.31,
-``timm/models/vision_transformer.py``, ``timm/layers/attention.py``):
-
-- **Patch tokens** start with the mean pixel label under each window of
-  ``PatchEmbed.proj`` (the rule below, registered for
-  ``timm.layers.patch_embed.PatchEmbed``; ``dynamic_img_pad`` pads the
-  bottom/right, and padding carries no mass). The prefix tokens, class,
-  distillation and register tokens, in ``_pos_embed``'s order, start with
-  ``area_share`` (the area share lambda): registers, like the class token,
-  are learned tokens that hold no pixel, so this is our choice.
-- **Each block** (``Block``, ``ResPostBlock``) moves labels with the
-  head-averaged attention of its ``timm.layers.Attention``. Both of its
-  paths (``fused_attn``: ``F.scaled_dot_product_attention``, or the
-  explicit ``softmax(q k^T scale)``) attend with ``q, k = self.q_norm(q),
-  self.k_norm(k)`` and ``self.scale = head_dim ** -0.5`` (SDPA's default):
-  forward hooks on ``q_norm`` and ``k_norm`` (``nn.Identity`` without
-  qk-norm; a hook still sees its output) record exactly the q and k the
-  attention uses, the very tensors its backward saves. Layer scale
-  (``ls1``), the gate and the output projection leave labels alone, like
-  the MLP.
-- **Drop-path** (timm's ``DropPath``, whose ``bernoulli_`` draw is its
-  own): the per-sample keep decision is read off ``drop_path1``'s output
-  by the protocol (:mod:`.base`).
-- **The readout** is timm's own head input (``forward_head``): the class
-  token for ``global_pool='token'``; the mean over the tokens after the
-  prefix (or all, with ``pool_include_prefix``) for ``'avg'``; the mean of
-  the class and distillation tokens for distilled DeiT, whose head averages
-  the two (the official code, which trains the distillation head with its
-  own loss, reads the class token's label only). mmpretrain's
-  ``TIMMBackbone`` turns pooling off (``reset_classifier(0, '')``): such a
-  backbone outputs every token, and TL-Align asks for a pooled one.
+- Patch tokens: the mean pixel label under each window of
+  ``PatchEmbed.proj`` (``dynamic_img_pad`` pads bottom/right, no mass). The
+  prefix tokens (class, distillation, registers) start with ``area_share``:
+  registers hold no pixel, like the class token (our choice).
+- Blocks (``Block``, ``ResPostBlock``): both paths of ``timm.layers.
+  Attention`` (``fused_attn`` or the explicit softmax) attend with ``q, k =
+  self.q_norm(q), self.k_norm(k)`` at ``self.scale = head_dim ** -0.5``;
+  forward hooks on ``q_norm``/``k_norm`` (``nn.Identity`` without qk-norm)
+  record those very tensors. Layer scale, gate and projection leave labels
+  alone; ``drop_path1``'s output gives the keep decision.
+- Readout: timm's head input: the class token (``'token'``), the mean after
+  the prefix (``'avg'``, or all with ``pool_include_prefix``), the mean of
+  class and distillation tokens for distilled DeiT (its head averages the
+  two). mmpretrain's ``TIMMBackbone`` turns pooling off; TL-Align asks for
+  a pooled one.
 
 Anything else timm builds (Swin, ConvNeXt, EVA, hybrid embeddings,
-``PatchDropout``, attention pooling, parallel blocks) gets a clear error
-that names what is supported.
+``PatchDropout``, attention pooling) gets a clear error naming what is
+supported.
 """
 from functools import partial
 from typing import List
@@ -66,8 +50,7 @@ SUPPORTED = ("timm's VisionTransformer family (vit_*, deit_*, deit3_*, "
 
 
 def _is_a(obj, path: str) -> bool:
-    """``isinstance`` by import path, so nothing imports timm or mmpretrain
-    just to look."""
+    """``isinstance`` by import path (imports nothing)."""
     return any(f'{c.__module__}.{c.__qualname__}' == path
                for c in type(obj).__mro__)
 
@@ -82,12 +65,9 @@ def timm_model(backbone: nn.Module) -> nn.Module:
 @register_token_rule('timm.layers.patch_embed.PatchEmbed')
 def timm_patch_embed_labels(embed: nn.Module,
                             label_map: torch.Tensor) -> torch.Tensor:
-    """timm's ``PatchEmbed``: the mean over the real positions under each
-    window of its conv ``proj``. ``dynamic_img_pad`` zero-pads the
-    bottom/right to a multiple of the patch first (mirrored from
-    ``PatchEmbed.forward``, timm 1.0.31 ``layers/patch_embed.py``); without
-    it the conv drops the remainder, like the tokens. Tokens come out in
-    row-major order, flattened (``flatten``) or ``NHWC`` alike."""
+    """timm's ``PatchEmbed``: the mean over real positions under each
+    window of ``proj``, after ``dynamic_img_pad``'s bottom/right padding
+    (mirrored from ``PatchEmbed.forward``, timm 1.0.31)."""
     pre_pad = None
     if embed.dynamic_img_pad:
         H, W = label_map.shape[-2:]
@@ -110,8 +90,7 @@ def _record_key(recording, module, args, k) -> None:
 
 
 class TimmViTRecorder(Recorder):
-    """timm ``VisionTransformer`` (and subclasses), bare or in mmpretrain's
-    ``TIMMBackbone``. See the module docstring."""
+    """timm ``VisionTransformer`` (and subclasses). See the module doc."""
 
     attention_types = (_ATTENTION, )
 
@@ -124,8 +103,7 @@ class TimmViTRecorder(Recorder):
             super().supports(backbone)
 
     def vit(self, backbone: nn.Module) -> nn.Module:
-        """The timm ``VisionTransformer`` ``backbone`` is or wraps, or a
-        clear error."""
+        """The timm ``VisionTransformer`` ``backbone`` is or wraps."""
         model = timm_model(backbone)
         if not _is_a(model, _VIT):
             raise NotImplementedError(

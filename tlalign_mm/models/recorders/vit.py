@@ -1,16 +1,13 @@
-"""Recording mmpretrain's ``VisionTransformer`` (ViT, DeiT),
-``DistilledVisionTransformer``, ``DeiT3``, SL-ViT (LSA) and any backbone
-built from mmpretrain ``MultiheadAttention`` blocks in ``backbone.layers``.
+"""Recording mmpretrain's ``VisionTransformer`` (ViT, DeiT), distilled
+DeiT, ``DeiT3``, SL-ViT (LSA) and any backbone of ``MultiheadAttention``
+blocks in ``backbone.layers``.
 
-- ``MultiheadAttention.forward`` computes ``qkv = self.qkv(x)`` (an
-  ``nn.Linear``) and passes views of it, ``q, k, v``, to its SDPA function
-  (mmpretrain 1.2.0, ``models/utils/attention.py``). A forward hook on
-  ``qkv`` records q and k: views of the very tensor the attention's
-  backward saves. The scale is SDPA's default; LSA multiplies q by its
-  learned per-head ``scale`` and masks the diagonal (``diagonal_masking``),
-  which the record carries as ``scale`` and ``bias``.
-- The readout follows ``out_type``: ``'cls_token'`` reads the class token,
-  ``'avg_featmap'`` the mean over patch tokens, like the features.
+``MultiheadAttention.forward`` passes views of ``qkv = self.qkv(x)`` (an
+``nn.Linear``) to its SDPA (mmpretrain 1.2.0, ``models/utils/
+attention.py``): a forward hook on ``qkv`` records q and k, views of the
+tensor the attention's backward saves, at SDPA's default scale; LSA's
+learned per-head ``scale`` and diagonal mask (``diagonal_masking``) go in
+as ``scale`` and ``bias``. The readout follows ``out_type``.
 """
 from functools import partial
 from typing import List
