@@ -32,13 +32,13 @@ from .label_rmse import aligned_source_weights
 
 def transformer_blocks(backbone: nn.Module) -> List[nn.Module]:
     """The blocks whose outputs are the per-layer tokens, in order (the
-    tracer's blocks)."""
+    recorder's blocks)."""
     return [block.block for block in get_recorder(backbone).blocks(backbone)]
 
 
 def readout_tokens(backbone: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """``(B, N, D)`` -> ``(B, D)``: the token the head classifies (class
-    token) or, for pooled models, the mean token (the tracer's readout).
+    token) or, for pooled models, the mean token (the recorder's readout).
     Works for features and for token labels alike."""
     return get_recorder(backbone).readout(backbone, tokens)
 

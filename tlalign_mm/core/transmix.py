@@ -26,7 +26,7 @@ masks (:data:`TOKEN_MASKS`):
   the patch's top-left pixel (:func:`nearest_pixel_weights`), and
   ``lam_area`` the pixel share of each source.
 - ``'fractional'``: ``y_p`` is the mean pixel weight over the patch (the
-  tracers' initial labels), so a patch a pixel box cuts through counts by
+  initial token labels), so a patch a pixel box cuts through counts by
   the share of it inside the box; ``lam_area`` is the record's
   ``area_share``. Not TransMix's; kept as a named option (it was this
   package's rule before).
