@@ -16,7 +16,6 @@ from mmengine.optim.scheduler import CosineAnnealingLR, LinearLR
 from mmpretrain.registry import MODELS
 
 import tlalign_mm  # noqa: F401
-from tlalign_mm.models.tracers import installed_session
 
 from .config_snapshot import ROOT, defaults_only
 
@@ -169,7 +168,7 @@ def test_deit_paper_model_builds_with_the_token_grid():
     aug, = model.data_preprocessor.batch_augments.augments
     assert type(aug).__name__ == 'TLTokenCutMix'
     assert aug.patch_size == 16 and aug.box_units == 'tokens'
-    assert installed_session(model.backbone).follow_drop_path is False
+    assert model.align_cfg['follow_drop_path'] is False
 
 
 # ------------------------------------------------------- Swin, the paper ---

@@ -84,7 +84,7 @@ def test_sl_tlalign_twins_differ_only_in_the_target(model):
 
 @pytest.mark.parametrize('model', ['sl-vit', 'sl-swin'])
 def test_sl_models_train_with_tlalign(model):
-    """The official settings (no qkv bias for SL-ViT) through the tracer:
+    """The official settings (no qkv bias for SL-ViT) through the recorders:
     a CutMix batch gives a finite loss and aligned targets that sum to 1."""
     from mmpretrain.structures import DataSample
     cfg = load(f'sl_vit/{model}_1xb128_cifar10_tlalign.py')
@@ -99,7 +99,7 @@ def test_sl_models_train_with_tlalign(model):
     np.random.seed(1)  # with these seeds the batch is CutMix-ed
     torch.manual_seed(1)
     batch = clf.data_preprocessor(data, training=True)
-    assert batch['data_samples'][0].mix_mode == 'cutmix'
+    assert batch['mix'].mode == 'cutmix'
     losses = clf(**batch, mode='loss')
     assert torch.isfinite(losses['loss'])
     scores = torch.stack([s.gt_score for s in batch['data_samples']])

@@ -28,7 +28,9 @@ part of the peak that TL-Align could change).
 import argparse
 import contextlib
 import copy
+import os.path as osp
 import statistics
+import sys
 import time
 from contextlib import contextmanager
 
@@ -36,8 +38,9 @@ import torch
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
-import tlalign_mm  # noqa: F401
-from tlalign_mm.cost import step_cost
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+import tlalign_mm  # noqa: E402,F401
+from tools.cost import step_cost  # noqa: E402
 
 # The main job's tiny ViT (configs/demo): 16 px digits, patch 4 (16 tokens),
 # 64 dims, 4 blocks of 4 heads, 10 classes.
@@ -208,8 +211,8 @@ def extra_ops_per_block(model_name, data, num_classes):
         ops, _ = step_cost(model, batch)
         totals[mode] = ops.total
         if mode == 'tlalign':
-            from tlalign_mm.models.tracers import get_tracer
-            blocks = get_tracer(model.backbone).num_layers(model.backbone)
+            from tlalign_mm.models.recorders import get_recorder
+            blocks = get_recorder(model.backbone).num_layers(model.backbone)
     return (totals['tlalign'] - totals['cutmix']) / blocks
 
 

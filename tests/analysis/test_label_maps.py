@@ -44,7 +44,7 @@ def test_maps_are_patch_means_and_aligned_labels(setups, arch, grids):
     torch.testing.assert_close(maps.aligned.sum(1), torch.ones(4, *grids[1]))
     if arch == 'vit':  # alignment moved the labels
         assert (maps.aligned - maps.initial).abs().max() > 1e-3
-    torch.testing.assert_close(maps.area, batch.record.cls_weights)
+    torch.testing.assert_close(maps.area, batch.record.area_share)
 
 
 def test_cli_writes_the_grid(setups, run_tool, tmp_path):

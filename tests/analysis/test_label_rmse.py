@@ -50,22 +50,16 @@ def test_mixup_gives_zero(setups, arch):
     assert out['rmse'] < 1e-6 and out['rmse_class'] < 1e-6
 
 
-def test_identity_attention_gives_zero(setups):
+def test_identity_attention_gives_zero(setups, monkeypatch):
+    import tlalign_mm.core.records
+    from tests.models.mixes import identity_attention
     s = setups['vit']
-    # The model's attention taps (TLAlignBackbone installed them) hold the
-    # attention function each block calls.
-    taps = [layer.attn.scaled_dot_product_attention
-            for layer in s.model.backbone.layers]
-    originals = [tap.fn for tap in taps]
-    try:
-        for tap in taps:
-            # Every token attends to itself only: labels cannot move.
-            tap.fn = lambda q, k, v, attn_mask=None, dropout_p=0., **kw: v
+    # Every token attends to itself only: labels cannot move.
+    with monkeypatch.context() as patch:
+        patch.setattr(tlalign_mm.core.records, 'head_mean_attention',
+                      identity_attention)
         out = label_rmse(s.model.backbone,
                          mixed_batches(s.model, s.loader, max_batches=1))
-    finally:
-        for tap, fn in zip(taps, originals):
-            tap.fn = fn
     assert out['rmse'] < 1e-6 and out['num_images'] == 8
     # ... and the real attention moves them.
     out = label_rmse(s.model.backbone,

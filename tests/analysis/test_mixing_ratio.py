@@ -31,10 +31,10 @@ def test_series_are_the_labels_they_name(setups, arch):
     # 4 blocks: the ViT's 4 layers, the Swin's 2 + 2.
     assert out['similarity'].shape == out['tlalign'].shape == (4, 4)
     assert ((out['similarity'] >= 0) & (out['similarity'] <= 1)).all()
-    torch.testing.assert_close(out['cutmix'], record.cls_weights[:, 0])
+    torch.testing.assert_close(out['cutmix'], record.area_share[:, 0])
     eye = torch.eye(2).expand(4, 2, 2)
     final = align_labels(model.backbone, batch.mixed, record.pixel_weights,
-                         eye, record.cls_weights)
+                         eye, record.area_share)
     torch.testing.assert_close(out['tlalign'][:, -1], final[:, 0])
     # TransMix needs a class token.
     assert ('transmix' in out) == (arch == 'vit')

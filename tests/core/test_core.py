@@ -1,16 +1,18 @@
-"""The pure-torch core: window means, the residual rule, the fused trick."""
-import contextlib
-
+"""The pure-torch core: window means, the residual rule, head-mean
+attention and its paths."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tlalign_mm.core import (
-    AlignmentState,
-    attention_with_labels,
+    Attention,
+    align,
+    head_mean_attention,
     residual_align,
+    resolve_align_layers,
     window_mean,
 )
+from tlalign_mm.core.attention import choose_impl
 
 # (kernel, stride, padding, dilation): the first two take the sum-pooling
 # path, the others (padding over half the kernel, dilation) the convolution.
@@ -102,119 +104,97 @@ def test_padding_renormalises_the_paper_rule():
                                Y[0])
 
 
-def test_state_resolves_layers():
+def test_align_resolves_layers():
+    """``align_layers`` picks the blocks that align (others leave labels
+    alone), negative indices from the end; history has one entry per
+    block."""
     Y = torch.rand(1, 2, 2)
-    assert AlignmentState(Y, 'last', num_layers=4)._aligned == {3}
-    assert AlignmentState(Y, [0, -1], num_layers=4)._aligned == {0, 3}
-    state = AlignmentState(Y, [1], num_layers=3, keep_history=True)
-    for _ in range(3):
-        state.step(torch.zeros_like(Y))
-    assert torch.equal(state.history[1], Y.float())  # block 0 left it alone
-    assert torch.equal(state.history[2], Y.float() / 2)
-    assert len(state.history) == 4
+    Y = Y / Y.sum(-1, keepdim=True)
+    # A block whose attention sends every token to token 0.
+    q = torch.zeros(1, 1, 2, 4)
+    bias = torch.tensor([[0., float('-inf')]] * 2)
+    block = Attention(q, q, bias=bias)
+    _, history = align([block] * 3, Y, [1], keep_history=True)
+    assert torch.equal(history[1], Y)  # block 0 left it alone
+    torch.testing.assert_close(history[2], (Y + Y[:, :1]) / 2)
+    assert len(history) == 4
+    assert resolve_align_layers('last', 4) == {3}
+    assert resolve_align_layers([0, -1], 4) == {0, 3}
+    with pytest.raises(ValueError, match='out of range'):
+        align([block], Y, [1])
 
 
 def explicit(q, k, v, mask=None, scale=None):
     scale = scale or q.shape[-1]**-0.5
     logits = q @ k.transpose(-2, -1) * scale
     if mask is not None:
-        logits = logits.masked_fill(~mask, float('-inf')) \
-            if mask.dtype == torch.bool else logits + mask
+        logits = logits + mask
     A = logits.softmax(-1)
     return A @ v, A
 
 
-def force_path(monkeypatch, path):
-    """Make attention_with_labels take one path for plain SDPA calls:
-    'explicit' (head-mean attention recomputed without gradient) or
-    'ride_along' (labels as extra value channels of the block's call)."""
-    from tlalign_mm.core import fused_attention
-    monkeypatch.setattr(fused_attention, 'EXPLICIT_MAX_HEAD_DIM',
-                        10**9 if path == 'explicit' else 0)
-
-
 def test_the_path_follows_the_head_width():
-    """Narrow heads take the explicit path (padding q, k would cost more),
-    wide heads ride along; each path's operations show which ran."""
-    from tlalign_mm.cost import OpCounter
+    """Narrow heads take the explicit path (the padded SDPA call would cost
+    more), wide heads SDPA; each path's operations show which ran."""
+    from tools.cost import OpCounter
     Y = torch.rand(2, 9, 3)
-    for d, expected in ((16, 'aten._softmax'), (64, 'aten.cat')):
-        q, k, v = (torch.randn(2, 3, 9, d) for _ in range(3))
+    for d, impl in ((16, 'explicit'), (64, 'sdpa')):
+        q, k = (torch.randn(2, 3, 9, d) for _ in range(2))
+        assert choose_impl(q, k) == impl
         with OpCounter() as ops:
-            attention_with_labels(F.scaled_dot_product_attention, q, k, v, Y)
+            head_mean_attention(q, k, Y)
         names = ' '.join(ops.ops)
-        assert expected in names
-        assert ('aten.cat' in names) == (d == 64)
+        assert ('aten._softmax' in names) == (impl == 'explicit')
 
 
-@pytest.mark.parametrize('path', ['explicit', 'ride_along'])
-@pytest.mark.parametrize('mask_kind', [None, 'bool', 'float'])
-@pytest.mark.parametrize('fn', ['fused', 'python'])
-def test_fused_trick_equals_explicit_attention(mask_kind, fn, path,
-                                               monkeypatch):
-    force_path(monkeypatch, path)
+@pytest.mark.parametrize('impl', ['explicit', 'sdpa'])
+@pytest.mark.parametrize('mask_kind', [None, 'diagonal', 'float'])
+@pytest.mark.parametrize('per_head_scale', [False, True])
+def test_head_mean_attention_equals_explicit_attention(impl, mask_kind,
+                                                       per_head_scale):
     torch.manual_seed(0)
     B, H, N, d, S = 2, 3, 7, 16, 3
-    q, k, v = (torch.randn(B, H, N, d) * 2 for _ in range(3))
+    q, k = (torch.randn(B, H, N, d) * 2 for _ in range(2))
     Y = torch.rand(B, N, S)
     mask = None
-    if mask_kind == 'bool':
-        mask = ~torch.eye(N, dtype=torch.bool)
+    if mask_kind == 'diagonal':
+        mask = torch.zeros(N, N).fill_diagonal_(float('-inf'))
     elif mask_kind == 'float':
         mask = torch.randn(N, N)
-    attn_fn = F.scaled_dot_product_attention if fn == 'fused' else \
-        (lambda q, k, v, attn_mask=None, dropout_p=0., **kw: explicit(
-            q, k, v, attn_mask)[0])
-    out, AY = attention_with_labels(attn_fn, q, k, v, Y, attn_mask=mask)
-    ref_out, A = explicit(q, k, v, mask)
-    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
+    scale = torch.rand(H) + 0.1 if per_head_scale else None
+    AY, mass = head_mean_attention(q, k, Y, mask, scale, impl=impl)
+    if per_head_scale:
+        _, A = explicit(q * scale.view(1, -1, 1, 1), k, k, mask, scale=1.)
+    else:
+        _, A = explicit(q, k, k, mask)
+    assert mass is None
     torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)
+    _, mass = head_mean_attention(q, k, Y, mask, scale, impl=impl,
+                                  with_mass=True)
+    torch.testing.assert_close(mass, AY.sum(-1, keepdim=True))
 
 
-@pytest.mark.parametrize('path', ['explicit', 'ride_along'])
-def test_fused_trick_with_dropout_uses_pre_dropout_attention(path,
-                                                             monkeypatch):
-    force_path(monkeypatch, path)
-    torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 2, 5, 8) for _ in range(3))
-    Y = torch.rand(2, 5, 2)
-    _, AY = attention_with_labels(F.scaled_dot_product_attention, q, k, v, Y,
-                                  dropout_p=0.5)
-    _, A = explicit(q, k, v)
-    torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)
+def test_an_unknown_or_impossible_path_is_a_clear_error():
+    q = torch.randn(1, 1, 2, 4)
+    Y = torch.rand(1, 2, 1)
+    with pytest.raises(ValueError, match='impl must be one of'):
+        head_mean_attention(q, q, Y, impl='fused')
+    with pytest.raises(ValueError, match='triton'):
+        head_mean_attention(q, q, Y, bias=torch.zeros(2, 2), impl='triton')
 
 
-@pytest.mark.parametrize('case', ['fp32', 'bf16', 'dropout'])
-def test_fused_trick_stays_on_the_fused_kernel(case, monkeypatch):
-    """Every call the alignment makes is one the fused (flash) kernel takes:
-    with the explicit-attention fallback switched off, none of them raises.
-    bf16 and dropout take the second, float32 labels-only call."""
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
+def test_the_sdpa_path_stays_on_the_fused_kernel(dtype):
+    """The SDPA path is a call the fused (flash) kernel takes, from float32
+    or bf16 q and k: with only flash allowed, it does not raise, and the
+    labels are the float32 attention's of those q, k."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    force_path(monkeypatch, 'ride_along')
     torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 3, 9, 16) for _ in range(3))
+    q, k = (torch.randn(2, 3, 9, 16).to(dtype) for _ in range(2))
     Y = torch.rand(2, 9, 3)
     Y = Y / Y.sum(-1, keepdim=True)
-    dtype = torch.bfloat16 if case == 'bf16' else torch.float32
-
-    def labels_call_fused_only(*args, dropout_p=0., **kwargs):
-        # CPU flash has no dropout: leave the block's own (dropout) call
-        # unrestricted and restrict the alignment's labels-only call.
-        if dropout_p > 0:
-            return F.scaled_dot_product_attention(
-                *args, dropout_p=dropout_p, **kwargs)
-        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-            return F.scaled_dot_product_attention(*args, **kwargs)
-
-    if case == 'dropout':
-        attn_fn, fused_only = labels_call_fused_only, contextlib.nullcontext()
-    else:
-        attn_fn = F.scaled_dot_product_attention
-        fused_only = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
-    with fused_only:
-        _, AY = attention_with_labels(
-            attn_fn, q.to(dtype), k.to(dtype), v.to(dtype), Y,
-            dropout_p=0.5 if case == 'dropout' else 0.)
-    _, A = explicit(q.to(dtype).float(), k.to(dtype).float(), v)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        AY, _ = head_mean_attention(q, k, Y, impl='sdpa')
+    _, A = explicit(q.float(), k.float(), k.float())
     assert AY.dtype == torch.float32
     torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)

@@ -1,5 +1,6 @@
-"""LabelDriftHook: the epoch's numbers by hand, no host sync per step, and
-on real short runs: values logged with TL-Align, nothing with CutMix."""
+"""LabelDriftHook: the epoch's numbers by hand from the loss dict's
+``label_drift/*`` values, no host sync per step, and on real short runs:
+values logged with TL-Align, nothing with CutMix."""
 import json
 import math
 import os
@@ -14,6 +15,7 @@ from mmpretrain.registry import HOOKS
 from torch.overrides import TorchFunctionMode
 
 import tlalign_mm  # noqa: F401  (registers the hook)
+from tlalign_mm.core.label_drift import label_drift
 from tlalign_mm.engine import LabelDriftHook
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -40,9 +42,11 @@ class FakeRunner:
 
 
 def step(hook, runner, target, area):
-    runner.model.last_label_weights = (torch.tensor(target),
-                                       torch.tensor(area))
-    hook.after_train_iter(runner, 0)
+    """One training step whose loss dict reports the drift of ``target``
+    from ``area`` (as TLAlignClassifier.loss does)."""
+    outputs = dict(loss=torch.tensor(1.),
+                   **label_drift(torch.tensor(target), torch.tensor(area)))
+    hook.after_train_iter(runner, 0, outputs=outputs)
 
 
 def test_built_from_config_and_epoch_means_by_hand():
@@ -54,18 +58,19 @@ def test_built_from_config_and_epoch_means_by_hand():
     step(hook, runner, [[0.7, 0.3], [0.4, 0.6]], [[0.4, 0.6], [0.2, 0.8]])
     # batch 2, one sample: |diff| 0.55, flips (0 vs 1)
     step(hook, runner, [[1.0, 0.0]], [[0.45, 0.55]])
-    # a step that exposes nothing new counts nothing
-    hook.after_train_iter(runner, 2)
+    # a step whose loss reports no drift (target='cutmix') counts nothing
+    hook.after_train_iter(runner, 2, outputs=dict(loss=torch.tensor(1.)))
     hook.after_train_epoch(runner)
     [(scalars, step_)] = runner.visualizer.calls
     assert step_ == 5 and scalars['epoch'] == 5
+    # the mean over batches of each batch's mean
     assert scalars['label_drift/abs_diff'] == pytest.approx(
-        (0.3 + 0.2 + 0.55) / 3)
+        ((0.3 + 0.2) / 2 + 0.55) / 2)
     assert scalars['label_drift/entropy'] == pytest.approx(
-        (H(0.7, 0.3) + H(0.4, 0.6) + H(1.0, 0.0)) / 3)
+        ((H(0.7, 0.3) + H(0.4, 0.6)) / 2 + H(1.0, 0.0)) / 2)
     assert scalars['label_drift/entropy_area'] == pytest.approx(
-        (H(0.4, 0.6) + H(0.2, 0.8) + H(0.45, 0.55)) / 3)
-    assert scalars['label_drift/flip_rate'] == pytest.approx(2 / 3)
+        ((H(0.4, 0.6) + H(0.2, 0.8)) / 2 + H(0.45, 0.55)) / 2)
+    assert scalars['label_drift/flip_rate'] == pytest.approx((1 / 2 + 1) / 2)
     # the next epoch starts from zero; an epoch without weights logs nothing
     hook.before_train_epoch(runner)
     hook.after_train_epoch(runner)
@@ -125,7 +130,11 @@ def short_run(tmp_path, config, name):
 @pytest.mark.e2e
 def test_logs_on_tlalign_and_nothing_on_cutmix(tmp_path):
     records = short_run(tmp_path, 'vit-tiny-p4_digits_tlalign.py', 'tl')
-    drift = [r for r in records if 'label_drift/abs_diff' in r]
+    # the hook's epoch records (the logger also writes the per-step values
+    # of the loss dict, at every logging interval)
+    drift = [r for r in records if 'label_drift/abs_diff' in r
+             and 'iter' not in r]
+    assert any('label_drift/abs_diff' in r and 'iter' in r for r in records)
     assert [r['step'] for r in drift] == [1, 2, 3, 4, 5, 6]
     for r in drift:
         assert 0 <= r['label_drift/abs_diff'] <= 1

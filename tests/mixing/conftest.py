@@ -21,7 +21,7 @@ def _check_record(record,
     ``mixed_inputs`` / ``mixed_scores``."""
     batch_size = inputs.size(0)
     img_h, img_w = inputs.shape[-2:]
-    pw, si, cw = record.pixel_weights, record.source_index, record.cls_weights
+    pw, si, cw = record.pixel_weights, record.source_index, record.area_share
     num_sources = pw.size(1)
     assert pw.shape == (batch_size, num_sources, img_h, img_w)
     assert pw.dtype == torch.float32 and pw.device == inputs.device

@@ -145,7 +145,7 @@ def test_token_cutmix_snaps_cutmix_box(shape, seed, cell_min_max):
         assert torch.equal(record.source_index[:, 1], index)
         assert torch.equal(record.pixel_weights[0, 1], expected)
         kept = 1 - (y2 - y1) * (x2 - x1) / (img_h * img_w)
-        assert record.cls_weights[0, 0].item() == pytest.approx(kept)
+        assert record.area_share[0, 0].item() == pytest.approx(kept)
         cells = _replaced_cells(record, 16, cell_min_max)
         boxes += bool(cells.any())
     assert boxes > 0, 'no seed produced a box: the test checks nothing'
@@ -225,7 +225,7 @@ def test_block_mix_reaches_about_the_target(seed, cell_min_max):
         assert replaced <= target
         total_target += target
         total_replaced += replaced
-        assert record.cls_weights[0, 1].item() == pytest.approx(
+        assert record.area_share[0, 1].item() == pytest.approx(
             replaced / 196, abs=1e-6)
     assert total_replaced >= 0.9 * total_target
 
@@ -252,7 +252,7 @@ def test_block_mix_too_small_grid_does_not_mix(seed, check_record):
         inputs, scores)
     assert torch.equal(mixed, inputs)
     assert torch.equal(mixed_scores, scores.float())
-    assert record.cls_weights[:, 0].tolist() == [1., 1., 1.]
+    assert record.area_share[:, 0].tolist() == [1., 1., 1.]
     check_record(record, inputs, scores, mixed, mixed_scores)
 
 

@@ -78,7 +78,7 @@ def test_tl_cutmix_equals_mmpretrain(shape, kwargs, dtype, seed, check_record):
 
 
 def test_tl_cutmix_uncorrected_lam_is_the_sampled_one(seed):
-    """With ``correct_lam=False`` cls_weights follow mmpretrain's scores,
+    """With ``correct_lam=False`` area_share follow mmpretrain's scores,
     not the box area."""
     inputs, scores = _batch(4, 32, 32)
     aug = TLCutMix(alpha=1.0, correct_lam=False)
@@ -86,11 +86,11 @@ def test_tl_cutmix_uncorrected_lam_is_the_sampled_one(seed):
     for s in SEEDS:
         seed(s)
         _, mixed_scores, record = aug.mix_with_record(inputs, scores)
-        rebuilt = torch.einsum('bs,bsc->bc', record.cls_weights,
+        rebuilt = torch.einsum('bs,bsc->bc', record.area_share,
                                scores.float()[record.source_index])
         torch.testing.assert_close(rebuilt, mixed_scores, rtol=0, atol=1e-6)
         differs |= not torch.allclose(
-            record.pixel_weights.mean((2, 3)), record.cls_weights, atol=1e-4)
+            record.pixel_weights.mean((2, 3)), record.area_share, atol=1e-4)
     assert differs
 
 
@@ -120,7 +120,7 @@ def test_tl_mixup_equals_mmpretrain(shape, dtype, seed, check_record):
             mixed_scores,
             exact_pixels=False,
             area_is_cls=True)
-        lam = record.cls_weights[0, 0]
+        lam = record.area_share[0, 0]
         assert 0 < lam < 1
         assert torch.equal(record.pixel_weights[:, 0],
                            torch.full_like(record.pixel_weights[:, 0], lam))

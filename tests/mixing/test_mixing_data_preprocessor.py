@@ -1,5 +1,5 @@
-"""TLAlignDataPreprocessor: ClsDataPreprocessor's outputs plus per-sample
-mix records."""
+"""TLAlignDataPreprocessor: ClsDataPreprocessor's outputs plus the batch's
+mix record, returned as ``mix``."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,7 +11,13 @@ import tlalign_mm.mixing  # noqa: F401  (registers the TL types)
 NUM_CLASSES = 5
 MEAN = [123.675, 116.28, 103.53]
 STD = [58.395, 57.12, 57.375]
-MIX_FIELDS = ('mix_pixel_weights', 'mix_targets', 'mix_cls_weights')
+
+
+def mix_rows(out):
+    """Per sample: the sample and its rows of the batch's record."""
+    mix = out['mix']
+    return zip(out['data_samples'], mix.pixel_weights, mix.targets,
+               mix.area_share)
 
 
 def _preprocessor(tl=True, probs=(0.5, 0.5), **kwargs):
@@ -67,10 +73,8 @@ def test_per_sample_fields(batch_size, seed):
         out = pre(_data(batch_size), training=True)
         inputs, samples = out['inputs'], out['data_samples']
         img_h, img_w = inputs.shape[-2:]
-        for b, sample in enumerate(samples):
-            pw = sample.mix_pixel_weights
-            targets = sample.mix_targets
-            cw = sample.mix_cls_weights
+        assert len(samples) == out['mix'].pixel_weights.shape[0]
+        for sample, pw, targets, cw in mix_rows(out):
             num_sources = pw.size(0)
             assert num_sources == 2
             assert pw.shape == (num_sources, img_h, img_w)
@@ -116,20 +120,16 @@ def test_same_as_cls_data_preprocessor(batch_size, sizes, stacked, pad, seed):
         assert torch.equal(out['inputs'], ref_out['inputs'])
         if pad > 1:
             assert out['inputs'].shape[-2] % pad == 0
-        for sample, ref_sample in zip(out['data_samples'],
-                                      ref_out['data_samples']):
+        assert 'mix' not in ref_out
+        for (sample, pw, targets, cw), ref_sample in zip(
+                mix_rows(out), ref_out['data_samples']):
             assert torch.equal(sample.gt_score, ref_sample.gt_score)
             assert sample.gt_score.dtype == ref_sample.gt_score.dtype
             assert torch.equal(sample.gt_label, ref_sample.gt_label)
-            assert all(f not in ref_sample for f in MIX_FIELDS)
-            assert sample.mix_pixel_weights.shape[-2:] == out['inputs'].shape[
-                -2:]
-            torch.testing.assert_close(
-                sample.mix_cls_weights @ sample.mix_targets,
-                sample.gt_score,
-                rtol=0,
-                atol=1e-6)
-            num_sources.add(sample.mix_pixel_weights.size(0))
+            assert pw.shape[-2:] == out['inputs'].shape[-2:]
+            torch.testing.assert_close(cw @ targets, sample.gt_score, rtol=0,
+                                       atol=1e-6)
+            num_sources.add(pw.size(0))
     # Both the mixing and the 'no mixing' branch were compared.
     assert num_sources == {1, 2}
 
@@ -138,25 +138,25 @@ def test_no_mixing_branch_records_identity(seed):
     pre = _preprocessor(probs=(0.0, 0.0))
     seed(0)
     out = pre(_data(3), training=True)
-    for sample in out['data_samples']:
-        assert sample.mix_pixel_weights.shape == (1, 40, 56)
-        assert bool((sample.mix_pixel_weights == 1).all())
-        assert sample.mix_cls_weights.tolist() == [1.0]
-        assert torch.equal(sample.mix_targets[0], sample.gt_score)
+    assert out['mix'].mode == 'none'
+    for sample, pw, targets, cw in mix_rows(out):
+        assert pw.shape == (1, 40, 56)
+        assert bool((pw == 1).all())
+        assert cw.tolist() == [1.0]
+        assert torch.equal(targets[0], sample.gt_score)
         assert sample.gt_score.dtype == torch.float32
 
 
-def test_not_training_adds_no_mix_fields(seed):
+def test_not_training_returns_no_mix(seed):
     tl, ref = _preprocessor(), _preprocessor(tl=False)
     seed(0)
     out = tl(_data(4), training=False)
     seed(0)
     ref_out = ref(_data(4), training=False)
     assert torch.equal(out['inputs'], ref_out['inputs'])
+    assert set(out) == {'inputs', 'data_samples'}
     for sample, ref_sample in zip(out['data_samples'],
                                   ref_out['data_samples']):
-        for field in MIX_FIELDS:
-            assert field not in sample
         assert torch.equal(sample.gt_score, ref_sample.gt_score)
 
 
@@ -165,10 +165,9 @@ def test_without_batch_augments_is_cls_data_preprocessor():
         dict(type='TLAlignDataPreprocessor', mean=MEAN, std=STD))
     assert pre.batch_augments is None and not pre.to_onehot
     out = pre(_data(2), training=True)
+    assert set(out) == {'inputs', 'data_samples'}
     for sample in out['data_samples']:
         assert 'gt_score' not in sample
-        for field in MIX_FIELDS:
-            assert field not in sample
 
 
 def test_plain_cutmix_is_rejected():
@@ -192,9 +191,11 @@ def test_keeps_no_state_between_calls(seed):
     before = {k: id(v) for k, v in vars(pre).items()}
     buffers = dict(pre.named_buffers())
     aug_state = [dict(vars(a)) for a in pre.batch_augments.augments if a]
+    wrapper_state = dict(vars(pre.batch_augments))
     seed(0)
     pre(_data(3), training=True)
     assert {k: id(v) for k, v in vars(pre).items()} == before
+    assert dict(vars(pre.batch_augments)) == wrapper_state
     assert dict(pre.named_buffers()).keys() == buffers.keys()
     assert [dict(vars(a)) for a in pre.batch_augments.augments
             if a] == aug_state

@@ -68,7 +68,7 @@ def test_token_box_is_the_official_rule_by_hand(monkeypatch, lam, centre,
     expected[y1:y2, x1:x2] = 1
     assert torch.equal(record.pixel_weights[0, 1], expected)
     assert torch.equal(record.source_index[:, 1], index)
-    assert record.cls_weights[0, 0].item() == pytest.approx(kept, abs=1e-7)
+    assert record.area_share[0, 0].item() == pytest.approx(kept, abs=1e-7)
     torch.testing.assert_close(
         mixed_scores, kept * scores.float() + (1 - kept) * scores[index])
     want = inputs.clone()
@@ -101,7 +101,7 @@ def test_token_box_for_seeds_matches_the_official_formula(seed):
         pooled = F.avg_pool2d(record.pixel_weights[0, 1][None], 16)[0]
         assert torch.equal(pooled, mask), s
         assert torch.equal(record.source_index[:, 1], index)
-        assert record.cls_weights[0, 0].item() == pytest.approx(kept)
+        assert record.area_share[0, 0].item() == pytest.approx(kept)
         seen_empty += (y1 == y2 or x1 == x2)
         seen_clipped += (cy - cut // 2 < 0 or cy + cut // 2 > 14)
     assert seen_empty and seen_clipped, 'the seeds miss a case'
@@ -118,7 +118,7 @@ def test_partial_cells_count_pixels():
         _, _, record = aug.mix_with_record(inputs, scores)
         weights = record.pixel_weights[0, 1]
         area = weights.sum().item()
-        assert record.cls_weights[0, 1].item() == pytest.approx(
+        assert record.area_share[0, 1].item() == pytest.approx(
             area / (40 * 56))
         rows = weights.any(1).nonzero().flatten().tolist()
         cols = weights.any(0).nonzero().flatten().tolist()
@@ -182,9 +182,9 @@ def test_a_patch_size_that_differs_from_the_models_fails():
 ])
 def test_the_tracer_knows_the_patch_size(backbone, size):
     import tlalign_mm  # noqa: F401  (registers SLViT)
-    from tlalign_mm.models.tracers import get_tracer
+    from tlalign_mm.models.recorders import get_recorder
     model = MODELS.build(backbone)
-    assert get_tracer(model).patch_size(model) == size
+    assert get_recorder(model).patch_size(model) == size
 
 
 def test_unbound_patch_size_fails_clearly():

@@ -23,7 +23,7 @@ def brute_force_patch_labels(pixel_weights, targets, patch):
     return out
 
 
-def dense_vit_labels(vit, images, pixel_weights, targets, cls_weights,
+def dense_vit_labels(vit, images, pixel_weights, targets, area_share,
                      patch, align_layers=None, residual_norm=True,
                      keeps=None):
     """Forward a mmpretrain VisionTransformer by hand (eval mode, no dropout)
@@ -48,7 +48,7 @@ def dense_vit_labels(vit, images, pixel_weights, targets, cls_weights,
     Y = brute_force_patch_labels(pixel_weights, targets, patch)
     n_extra = vit.num_extra_tokens
     if n_extra:
-        cls_label = torch.einsum('bs,bsc->bc', cls_weights.double(), targets)
+        cls_label = torch.einsum('bs,bsc->bc', area_share.double(), targets)
         Y = torch.cat([cls_label[:, None].expand(-1, n_extra, -1), Y], 1)
     history = [Y]
     L = len(vit.layers)

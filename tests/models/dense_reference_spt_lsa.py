@@ -131,7 +131,7 @@ def explicit_attention(attn, q, k):
     return logits.softmax(-1)
 
 
-def dense_sl_vit_labels(vit, images, pixel_weights, targets, cls_weights):
+def dense_sl_vit_labels(vit, images, pixel_weights, targets, area_share):
     """Forward an (SL-)ViT by hand in float64 (eval, no dropout) and align
     class-space labels with explicit attention.
 
@@ -153,7 +153,7 @@ def dense_sl_vit_labels(vit, images, pixel_weights, targets, cls_weights):
                               pe.projection.kernel_size[0])
     if vit.cls_token is not None:
         x = torch.cat([vit.cls_token.expand(B, -1, -1), x], 1)
-        cls_label = torch.einsum('bs,bsc->bc', cls_weights.double(),
+        cls_label = torch.einsum('bs,bsc->bc', area_share.double(),
                                  targets.double())
         Y = torch.cat([cls_label[:, None], Y], 1)
     x = x + resize_pos_embed(vit.pos_embed, vit.patch_resolution, hw,

@@ -46,12 +46,12 @@ def dense_timm_forward(model, images):
     return inputs, model.norm(x)
 
 
-def initial_labels(model, pixel_weights, targets, cls_weights, patch):
+def initial_labels(model, pixel_weights, targets, area_share, patch):
     """``(B, P + N, C)``: every prefix token (class, distillation,
-    registers) starts at ``cls_weights``, patches at their pixels' mean."""
+    registers) starts at ``area_share``, patches at their pixels' mean."""
     Y = brute_force_patch_labels(pixel_weights, targets, patch)
     prefix = model.num_prefix_tokens
-    cls_label = torch.einsum('bs,bsc->bc', cls_weights.double(),
+    cls_label = torch.einsum('bs,bsc->bc', area_share.double(),
                              targets.double())
     return torch.cat([cls_label[:, None].expand(-1, prefix, -1), Y], 1)
 

@@ -62,7 +62,7 @@ def build(kind, float_drop_rates=True):
 
 def aligned_scores(model, batch):
     """The training step's loss and the aligned targets it set."""
-    losses = model(batch['inputs'], batch['data_samples'], mode='loss')
+    losses = model(**batch, mode='loss')
     scores = torch.stack([s.gt_score for s in batch['data_samples']])
     return sum(v for k, v in losses.items() if 'loss' in k), scores
 

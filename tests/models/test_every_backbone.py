@@ -27,13 +27,13 @@ from mmpretrain.models.backbones.vision_transformer import (
 )
 from mmpretrain.registry import MODELS
 
+import tlalign_mm.core.records
 from tlalign_mm import align_labels
-from tlalign_mm.models import traced_forward
-from tlalign_mm.models.tracers import (
-    TimmViTTracer,
-    ViTTracer,
-    get_tracer,
-    installed_session,
+from tlalign_mm.models import aligned_forward
+from tlalign_mm.models.recorders import (
+    TimmViTRecorder,
+    ViTRecorder,
+    get_recorder,
 )
 
 from . import test_pvt_alignment as pvt_tests
@@ -41,7 +41,7 @@ from . import test_spt_lsa as sl_tests
 from . import test_swin_alignment as swin_tests
 from . import test_timm_alignment as timm_tests
 from . import test_vit_alignment as vit_tests
-from .mixes import random_mix
+from .mixes import identity_attention, random_mix
 from .test_training_path import explicit_attention
 
 
@@ -148,8 +148,8 @@ def check_distributions(labels):
 def test_labels_are_distributions_after_every_block(name, S):
     backbone, side = build(name)
     images, pw, _ = random_mix(2, S, side, side)
-    traced = traced_forward(backbone, images, pw, keep_history=True)
-    assert len(traced.history) == get_tracer(backbone).num_layers(
+    traced = aligned_forward(backbone, images, pw, keep_history=True)
+    assert len(traced.history) == get_recorder(backbone).num_layers(
         backbone) + 1
     for labels in traced.history + [traced.weights]:
         check_distributions(labels)
@@ -158,7 +158,7 @@ def test_labels_are_distributions_after_every_block(name, S):
 def set_dropouts(backbone, drop_path=0.5, attention=0.2):
     """Drop-path on every attention branch and dropout on every attention
     matrix (each family keeps the latter in its own attribute)."""
-    for block in get_tracer(backbone).blocks(backbone):
+    for block in get_recorder(backbone).blocks(backbone):
         block.drop_path.drop_prob = drop_path
         attn = block.attention
         if hasattr(attn, 'w_msa'):  # Swin: nn.Dropout on the softmax
@@ -178,7 +178,7 @@ def test_labels_are_distributions_in_training_with_dropouts(name):
     backbone.train()
     images, pw, _ = random_mix(4, 2, side, side)
     torch.manual_seed(0)
-    traced = traced_forward(backbone, images, pw, keep_history=True)
+    traced = aligned_forward(backbone, images, pw, keep_history=True)
     for labels in traced.history + [traced.weights]:
         check_distributions(labels)
     for feats in torch.utils._pytree.tree_leaves(traced.feats):
@@ -209,26 +209,27 @@ class EyeSoftmax(nn.Softmax):
         return torch.eye(x.shape[-1]).expand_as(x)
 
 
-def identity_attention(q, k, v, attn_mask=None, dropout_p=0., **kwargs):
-    return v
-
-
 def eye_softmax(module, args):
     """timm's explicit path: ``attn_drop`` gets ``A = I``."""
     attn = args[0]
     return (torch.eye(attn.shape[-1]).expand_as(attn), )
 
 
-def make_attention_identity(backbone):
+def make_attention_identity(backbone, monkeypatch):
     """``A = I`` in every block, where the family's attention allows it
-    (PVT's reduced keys do not: it has no identity attention)."""
-    for block in get_tracer(backbone).blocks(backbone):
+    (PVT's reduced keys do not: it has no identity attention). The ViT
+    families' labels follow the recorded q and k, so there ``A = I`` is the
+    labels' attention (and timm's explicit path also the tokens')."""
+    if isinstance(get_recorder(backbone), (ViTRecorder, TimmViTRecorder)):
+        monkeypatch.setattr(tlalign_mm.core.records, 'head_mean_attention',
+                            identity_attention)
+    for block in get_recorder(backbone).blocks(backbone):
         attn = block.attention
-        if isinstance(get_tracer(backbone), ViTTracer):
-            attn.scaled_dot_product_attention = identity_attention
-        elif isinstance(get_tracer(backbone), TimmViTTracer):
+        if isinstance(get_recorder(backbone), TimmViTRecorder):
             attn.fused_attn = False
             attn.attn_drop.register_forward_pre_hook(eye_softmax)
+        elif isinstance(get_recorder(backbone), ViTRecorder):
+            pass
         elif hasattr(attn, 'w_msa'):
             attn.w_msa.softmax = EyeSoftmax(dim=-1)
         else:
@@ -236,11 +237,12 @@ def make_attention_identity(backbone):
 
 
 @pytest.mark.parametrize('name', NAMES)
-def test_identity_attention_moves_no_label(name):
+def test_identity_attention_moves_no_label(name, monkeypatch):
     backbone, side = build(name)
-    make_attention_identity(backbone)
+    make_attention_identity(backbone, monkeypatch)
     images, pw, _ = random_mix(2, 2, side, side, box=(3, 21, 5, 19))
-    traced = traced_forward(backbone, images, pw, keep_history=True)
+    traced = aligned_forward(backbone, images, pw, keep_history=True)
+    monkeypatch.undo()
     moved_by_merging = 0
     for before, after in zip(traced.history, traced.history[1:]):
         if before.shape == after.shape:  # no merging in between
@@ -249,7 +251,7 @@ def test_identity_attention_moves_no_label(name):
             moved_by_merging += 1
     # ... and with the real attention, blocks do move labels.
     real, _ = build(name)
-    moved = traced_forward(real, images, pw, keep_history=True).history
+    moved = aligned_forward(real, images, pw, keep_history=True).history
     assert max((a - b).abs().max() for a, b in zip(moved, moved[1:])
                if a.shape == b.shape) > 1e-3
 
@@ -290,23 +292,23 @@ def test_a_deep_copy_traces_on_its_own(name):
     plain, side = build(name)
     built = MODELS.build(dict(type='TLAlignBackbone',
                               backbone=dict(type='ReturnModule',
-                                            module=plain),
-                              align_layers='last'))
+                                            module=plain)))
     ema = copy.deepcopy(built)
-    assert installed_session(ema) is not installed_session(built)
-    assert installed_session(ema).align_layers == 'last'
     images, pw, targets = random_mix(2, 2, side, side)
-    ours = align_labels(ema, images, pw, targets)
-    torch.testing.assert_close(ours, align_labels(built, images, pw, targets),
-                               atol=0, rtol=0)
-    # The copy's taps serve the copy: changing its weights changes its
+    ours = align_labels(ema, images, pw, targets, align_layers='last')
+    torch.testing.assert_close(
+        ours, align_labels(built, images, pw, targets, align_layers='last'),
+        atol=0, rtol=0)
+    # The copy's labels are the copy's: changing its weights changes its
     # labels only.
     with torch.no_grad():
         for p in ema.parameters():
             p.mul_(1.5)
-    assert (align_labels(ema, images, pw, targets) - ours).abs().max() > 1e-4
-    torch.testing.assert_close(align_labels(built, images, pw, targets),
-                               ours, atol=0, rtol=0)
+    assert (align_labels(ema, images, pw, targets, align_layers='last') -
+            ours).abs().max() > 1e-4
+    torch.testing.assert_close(
+        align_labels(built, images, pw, targets, align_layers='last'), ours,
+        atol=0, rtol=0)
 
 
 @pytest.mark.parametrize('name', ['DeiT3 (not named by the package)',
@@ -316,7 +318,7 @@ def test_unnamed_vit_like_backbone_matches_dense_attention(name):
     the labels block by block, with each block's input read off a plain
     forward."""
     backbone, side = build(name)
-    assert type(get_tracer(backbone)) is ViTTracer
+    assert type(get_recorder(backbone)) is ViTRecorder
     images, pw, targets = random_mix(2, 2, side, side, box=(3, 21, 5, 30))
     inputs = []
     handles = [

@@ -1,11 +1,11 @@
 """The alignment on the fused attention kernels, on CPU and, where there is
 one, on a CUDA device (CI has none; run this file on a GPU machine).
 
-The labels ride along as extra value channels of the block's own attention
-call. Here real models run with the explicit-attention fallback switched off,
-so a call the fused kernels (CPU flash; CUDA flash / memory-efficient) cannot
-take fails instead of silently running unfused, and the labels are checked
-against the dense references.
+``head_mean_attention``'s SDPA path computes ``Ā Y`` with the labels as
+values of a fused attention call. Here real models run with the explicit
+path switched off, so a call the fused kernels (CPU flash; CUDA flash /
+memory-efficient) cannot take fails instead of silently running unfused, and
+the labels are checked against the dense references.
 
     python -m pytest tests/models/test_fused_kernels.py -s
 """
@@ -18,7 +18,7 @@ from mmpretrain.registry import MODELS
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tlalign_mm import align_labels
-from tlalign_mm.models import traced_forward
+from tlalign_mm.models import aligned_forward
 
 from .dense_reference import dense_vit_labels
 from .dense_reference_swin import dense_swin_labels
@@ -33,12 +33,12 @@ CUDA = pytest.param('cuda', marks=pytest.mark.skipif(
 
 
 @pytest.fixture(autouse=True)
-def ride_along(monkeypatch):
-    """These tests are about the fused kernels: the labels ride along in the
-    block's own call even for the narrow heads of the small test models
-    (which would otherwise take the explicit path)."""
-    from tlalign_mm.core import fused_attention
-    monkeypatch.setattr(fused_attention, 'EXPLICIT_MAX_HEAD_DIM', 0)
+def sdpa_path(monkeypatch):
+    """These tests are about the fused kernels: the labels take the SDPA
+    path even for the narrow heads of the small test models (which would
+    otherwise take the explicit path)."""
+    from tlalign_mm.core import attention
+    monkeypatch.setattr(attention, 'EXPLICIT_MAX_HEAD_DIM', 0)
 
 
 @pytest.fixture(params=['cpu', CUDA])
@@ -98,8 +98,8 @@ def test_deit_small_224_matches_dense_reference(device):
 
 
 def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
-    """bf16 tokens in the fused kernel, float32 labels in a second fused
-    pass (CPU: a flash call; CUDA: the Triton kernel): the loss is finite
+    """bf16 tokens in the fused kernel, float32 labels from the recorded
+    bf16 q, k (CPU: a flash call; CUDA: the Triton kernel): the loss is finite
     and the labels are distributions to 1e-6."""
     calls = []
     if device == 'cuda':
@@ -117,9 +117,9 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     batch = model.data_preprocessor(data, training=True)
     with sdpa_kernel(FUSED), torch.autocast(device, dtype=torch.bfloat16):
         losses = model(**batch, mode='loss')
-        traced = traced_forward(
+        traced = aligned_forward(
             model.backbone, batch['inputs'],
-            torch.stack([s.mix_pixel_weights for s in batch['data_samples']]),
+            batch['mix'].pixel_weights,
             keep_history=True)
     losses['loss'].backward()
     assert torch.isfinite(losses['loss'])
@@ -138,7 +138,7 @@ def test_swin_matches_dense_reference(device):
     swin = build_swin()
     images, pw, targets = random_mix(2, 3, 70, 70)
     ref, _, _ = dense_swin_labels(swin, images, pw, targets, patch=4)
-    traced = traced_forward(copy.deepcopy(swin).to(device), images.to(device),
+    traced = aligned_forward(copy.deepcopy(swin).to(device), images.to(device),
                             pw.to(device))
     labels = traced.expand(targets.to(device)).double().cpu()
     err = (labels - ref).abs().max().item()

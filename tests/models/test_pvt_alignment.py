@@ -4,8 +4,8 @@ import pytest
 import torch
 from mmpretrain.registry import MODELS
 
-from tlalign_mm.models import traced_forward
-from tlalign_mm.models.tracers import PVTTracer, get_tracer
+from tlalign_mm.models import aligned_forward
+from tlalign_mm.models.recorders import PVTRecorder, get_recorder
 
 from .dense_reference_pvt import dense_pvt_labels
 from .mixes import random_mix
@@ -54,9 +54,9 @@ def test_matches_dense_reference(case):
     _, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
                             case.pop('box', None))
     pvt = build_pvt(**case)
-    assert isinstance(get_tracer(pvt), PVTTracer)
+    assert isinstance(get_recorder(pvt), PVTRecorder)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = traced_forward(pvt, images, pw, keep_history=True)
+    traced = aligned_forward(pvt, images, pw, keep_history=True)
     ref, ref_history, ref_feat = dense_pvt_labels(pvt, images, pw, targets)
     assert (traced.feats[-1].double() - ref_feat).abs().max() < 1e-4
     assert (traced.expand(targets).double() - ref).abs().max() <= 1e-5
@@ -71,13 +71,13 @@ def test_matches_dense_reference(case):
 def test_tokens_are_the_plain_forward_and_labels_skip_dropout():
     pvt = build_pvt(drop_path_rate=0.5, attn_drop_rate=0.3)
     images, pw, _ = random_mix(2, 2, 64, 64)
-    evaluated = traced_forward(pvt, images, pw, keep_history=True)
+    evaluated = aligned_forward(pvt, images, pw, keep_history=True)
     assert torch.equal(evaluated.feats[0], pvt(images)[0])
     pvt.train()
     torch.manual_seed(5)
     plain = pvt(images)[0]
     torch.manual_seed(5)
-    trained = traced_forward(pvt, images, pw, keep_history=True,
+    trained = aligned_forward(pvt, images, pw, keep_history=True,
                              follow_drop_path=False)
     assert torch.equal(trained.feats[0], plain)
     # Block 0 (drop-path rate 0) sees the eval attention; its attention

@@ -14,14 +14,14 @@ from mmpretrain.registry import DATASETS, MODELS
 
 import tlalign_mm  # noqa: F401  (registration)
 from tlalign_mm import align_labels
-from tlalign_mm.models import traced_forward
+from tlalign_mm.models import aligned_forward
+from tlalign_mm.models.recorders import SwinRecorder, ViTRecorder, get_recorder
 from tlalign_mm.models.spt_lsa import (
     LocalitySelfAttention,
     LocalityWindowMSA,
     ShiftedPatchTokenization,
     spt_token_labels,
 )
-from tlalign_mm.models.tracers import SwinTracer, ViTTracer, get_tracer
 
 from .dense_reference_spt_lsa import (
     brute_force_spt_labels,
@@ -283,8 +283,8 @@ def test_switches_swap_only_what_they_name():
                 for s in swin.stages for b in s.blocks)
             # No tracer of their own: the ViT/Swin tracers, with SPT's
             # token rule and LSA as a MultiheadAttention/WindowMSA.
-            assert type(get_tracer(vit)) is ViTTracer
-            assert type(get_tracer(swin)) is SwinTracer
+            assert type(get_recorder(vit)) is ViTRecorder
+            assert type(get_recorder(swin)) is SwinRecorder
 
 
 def test_paper_archs():
@@ -328,10 +328,10 @@ def test_sl_vit_matches_dense_reference(case):
                             case.pop('size'), case.pop('box', None))
     vit = build_vit(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    cls_weights = pw.mean((2, 3))
-    traced = traced_forward(vit, images, pw, keep_history=True)
+    area_share = pw.mean((2, 3))
+    traced = aligned_forward(vit, images, pw, keep_history=True)
     ref, ref_history, ref_tokens = dense_sl_vit_labels(
-        vit, images, pw, source_space(2, S), cls_weights)
+        vit, images, pw, source_space(2, S), area_share)
     # The reference's own forward is the model's.
     if vit.out_type == 'cls_token':
         assert (traced.feats[-1].double() -
@@ -353,7 +353,7 @@ def test_lsa_masking_is_what_is_tested():
     labels, far beyond the tolerance."""
     vit = build_vit()
     images, pw, _ = random_mix(2, 2, 32, 32)
-    traced = traced_forward(vit, images, pw, keep_history=True)
+    traced = aligned_forward(vit, images, pw, keep_history=True)
     plain = build_vit()
     for layer in plain.layers:
         layer.attn.diagonal_masking = False
@@ -386,7 +386,7 @@ def test_sl_swin_matches_dense_reference(case):
                             case.pop('size'), case.pop('box', None))
     swin = build_swin(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = traced_forward(swin, images, pw, keep_history=True)
+    traced = aligned_forward(swin, images, pw, keep_history=True)
     ref, ref_history, ref_feat = dense_sl_swin_labels(
         swin, images, pw, source_space(2, S))
     assert (traced.feats[-1].double() - ref_feat).abs().max() < 1e-4
@@ -408,7 +408,7 @@ def test_sl_swin_pooling_labels_are_the_shifted_windows():
         for block in stage.blocks:
             block.attn.w_msa.softmax = EyeSoftmax(dim=-1)
     images, pw, targets = random_mix(2, 2, 32, 32, box=(5, 21, 9, 27))
-    traced = traced_forward(swin, images, pw, keep_history=True)
+    traced = aligned_forward(swin, images, pw, keep_history=True)
     ours = history_in_classes(traced.history, targets)
     initial = brute_force_spt_labels(pixel_labels(pw, targets), 2, 1)
     pooled = brute_force_spt_labels(
@@ -561,7 +561,7 @@ def test_config_parses_and_model_builds(path):
     small = small_model_cfg(cfg)
     model = MODELS.build(small)
     assert type(model.backbone).__name__ == backbone.type
-    get_tracer(model.backbone)
+    get_recorder(model.backbone)
 
 
 def small_model_cfg(cfg):

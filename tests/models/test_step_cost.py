@@ -10,7 +10,7 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
 import tlalign_mm  # noqa: F401
-from tlalign_mm.cost import step_cost
+from tools.cost import step_cost
 
 # Real DeiT-S and Swin-T (the number of operations does not depend on the
 # batch; Swin-T at 224 has no padded window, as in training).

@@ -5,8 +5,8 @@ import torch.nn as nn
 from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
-from tlalign_mm.models import traced_forward
-from tlalign_mm.models.tracers import SwinTracer, get_tracer
+from tlalign_mm.models import aligned_forward
+from tlalign_mm.models.recorders import SwinRecorder, get_recorder
 
 from .dense_reference_swin import (
     dense_swin_labels,
@@ -66,7 +66,7 @@ def test_matches_dense_reference(case):
     residual_norm = case.pop('residual_norm', True)
     swin = build_swin(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = traced_forward(swin, images, pw, residual_norm=residual_norm,
+    traced = aligned_forward(swin, images, pw, residual_norm=residual_norm,
                             keep_history=True)
     ref, ref_history, ref_feat = dense_swin_labels(
         swin, images, pw, targets, patch=4, residual_norm=residual_norm)
@@ -98,7 +98,7 @@ def test_token_grid_of_every_block(size):
     # 70x70: 18x18 (padded to 21), 9x9 (padded to 14), 5x5 (to 7).
     swin = build_swin(ARCH3, pad_small_map=True)
     images, pw, targets = random_mix(2, 2, size, size)
-    traced = traced_forward(swin, images, pw, keep_history=True)
+    traced = aligned_forward(swin, images, pw, keep_history=True)
     sides = [63, 32, 16] if size == 250 else [18, 9, 5]
     assert [h.shape[1] for h in traced.history] == \
         [sides[0]**2] * 3 + [sides[1]**2] * 2 + [sides[2]**2] * 2
@@ -119,7 +119,7 @@ def test_merged_labels_are_the_mean_by_hand():
         for block in stage.blocks:
             block.attn.w_msa.softmax = EyeSoftmax(dim=-1)
     images, pw, targets = random_mix(2, 2, 70, 70, box=(13, 45, 21, 59))
-    traced = traced_forward(swin, images, pw, keep_history=True)
+    traced = aligned_forward(swin, images, pw, keep_history=True)
     initial = pixel_label_patches(pw, targets, 4)
     merged, _ = merge_by_hand(initial, (18, 18))
     ours = history_in_classes(traced.history, targets)
@@ -136,13 +136,13 @@ def test_tokens_are_the_plain_forward_in_eval_and_training():
         drop_path_rate=0.5,
         stage_cfgs=dict(block_cfgs=dict(attn_cfgs=dict(attn_drop=0.2))))
     images, pw, _ = random_mix(2, 2, 70, 70)
-    assert torch.equal(traced_forward(swin, images, pw).feats[0],
+    assert torch.equal(aligned_forward(swin, images, pw).feats[0],
                        swin(images)[0])
     swin.train()
     torch.manual_seed(5)
     plain = swin(images)[0]
     torch.manual_seed(5)
-    traced = traced_forward(swin, images, pw)
+    traced = aligned_forward(swin, images, pw)
     assert torch.equal(traced.feats[0], plain)
 
 
@@ -158,7 +158,7 @@ def test_drop_path_keeps_labels_of_dropped_samples(follow):
             block.attn.drop.register_forward_hook(
                 lambda m, i, o: dropped.append(o.flatten(1).eq(0).all(1)))
     torch.manual_seed(3)
-    traced = traced_forward(swin, images, pw, follow_drop_path=follow,
+    traced = aligned_forward(swin, images, pw, follow_drop_path=follow,
                             keep_history=True)
     seen = set()
     for block in (1, 3):  # second blocks: same map before and after
@@ -175,9 +175,9 @@ def test_labels_use_attention_before_dropout():
         stage_cfgs=dict(block_cfgs=dict(attn_cfgs=dict(attn_drop=0.5))))
     images, pw, _ = random_mix(2, 2, 70, 70)
     swin = build_swin(**kwargs)
-    evaluated = traced_forward(swin, images, pw, keep_history=True).history
+    evaluated = aligned_forward(swin, images, pw, keep_history=True).history
     swin.train()
-    trained = traced_forward(swin, images, pw, keep_history=True).history
+    trained = aligned_forward(swin, images, pw, keep_history=True).history
     # The first block sees the same attention; its dropout changes the
     # tokens (so later blocks differ), not the labels.
     torch.testing.assert_close(trained[1], evaluated[1], atol=1e-7, rtol=0)
@@ -190,10 +190,10 @@ def test_swin_tiny_geometry_224():
     swin = build_swin(
         dict(embed_dims=24, depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24]),
         out_indices=(3, ))
-    assert isinstance(get_tracer(swin), SwinTracer)
-    assert SwinTracer().num_layers(swin) == 12
+    assert isinstance(get_recorder(swin), SwinRecorder)
+    assert SwinRecorder().num_layers(swin) == 12
     images, pw, _ = random_mix(1, 2, 224, 224, box=(30, 150, 50, 200))
-    traced = traced_forward(swin, images, pw, keep_history=True)
+    traced = aligned_forward(swin, images, pw, keep_history=True)
     # 56, 28, 14, 7 tokens a side.
     assert [h.shape[1] for h in traced.history[::2]] == \
         [3136, 3136, 784, 196, 196, 196, 49]
@@ -209,13 +209,13 @@ def test_bf16_autocast_keeps_labels_fp32():
     swin = build_swin()
     images, pw, targets = random_mix(2, 2, 70, 70)
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        traced = traced_forward(swin, images, pw, keep_history=True)
+        traced = aligned_forward(swin, images, pw, keep_history=True)
     for labels in traced.history:
         assert labels.dtype == torch.float32
         torch.testing.assert_close(labels.sum(-1),
                                    torch.ones(labels.shape[:2]), atol=1e-6,
                                    rtol=0)
-    fp32 = traced_forward(swin, images, pw)
+    fp32 = aligned_forward(swin, images, pw)
     # The attention itself comes from bf16 q, k.
     assert (traced.weights - fp32.weights).abs().max() < 3e-2
 

@@ -51,10 +51,9 @@ def mixed_batch(model, batch_size=4, seed=1):
     return model.data_preprocessor(data, training=True)
 
 
-def record(samples):
-    return (torch.stack([s.mix_pixel_weights for s in samples]),
-            torch.stack([s.mix_targets for s in samples]).float(),
-            torch.stack([s.mix_cls_weights for s in samples]))
+def record(batch):
+    mix = batch['mix']
+    return mix.pixel_weights, mix.targets.float(), mix.area_share
 
 
 def trained_target(model, batch):
@@ -122,8 +121,8 @@ def test_the_three_targets_on_one_model_and_batch():
     transmix.load_state_dict(state)
     batch = mixed_batch(tlalign)
     inputs = batch['inputs']
-    pixel_weights, targets, cls_weights = record(batch['data_samples'])
-    area = torch.einsum('bs,bsc->bc', cls_weights, targets)
+    pixel_weights, targets, area_share = record(batch)
+    area = torch.einsum('bs,bsc->bc', area_share, targets)
     assert not ((pixel_weights > 0) & (pixel_weights < 1)).any()  # CutMix
 
     # cutmix: the area target, as the preprocessor mixed it.
@@ -132,7 +131,7 @@ def test_the_three_targets_on_one_model_and_batch():
 
     # tlalign: align_labels.
     expected = align_labels(tlalign.backbone, inputs, pixel_weights, targets,
-                            cls_weights)
+                            area_share)
     aligned = trained_target(tlalign, mixed_batch(tlalign))
     torch.testing.assert_close(aligned, expected)
 
@@ -162,7 +161,7 @@ def test_transmix_is_the_official_target_on_pixel_boxes():
     worst = cut = 0.
     for seed in range(1, 9):
         batch = mixed_batch(official, seed=seed)
-        pixel_weights, targets, cls_weights = record(batch['data_samples'])
+        pixel_weights, targets, area_share = record(batch)
         cells = patch_labels(pixel_weights)
         cut += bool(((cells > 0) & (cells < 1)).any())
         attn = explicit_attention(vit, batch['inputs'])[
@@ -171,7 +170,7 @@ def test_transmix_is_the_official_target_on_pixel_boxes():
         got = trained_target(official, batch)
         torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
 
-        lam = transmix_lambda(attn, cells, cls_weights)
+        lam = transmix_lambda(attn, cells, area_share)
         frac = trained_target(fractional,
                               mixed_batch(fractional, seed=seed))
         torch.testing.assert_close(
@@ -206,9 +205,9 @@ def test_cutmix_target_trains_as_image_classifier():
 def test_transmix_keeps_the_mixup_target():
     model = build('transmix', aug='TLMixup')
     batch = mixed_batch(model)
-    _, targets, cls_weights = record(batch['data_samples'])
+    _, targets, area_share = record(batch)
     assert torch.equal(trained_target(model, batch),
-                       torch.einsum('bs,bsc->bc', cls_weights, targets))
+                       torch.einsum('bs,bsc->bc', area_share, targets))
 
 
 def test_transmix_trains_with_drop_path_and_a_distillation_token():
@@ -260,6 +259,6 @@ def test_transmix_keeps_the_patch_mix_target():
     # boxes only: the record's mode, not the mask, decides.
     model = build('transmix', aug='TLPatchMix')
     batch = mixed_batch(model)
-    assert batch['data_samples'][0].mix_mode == 'patchmix'
+    assert batch['mix'].mode == 'patchmix'
     expected = torch.stack([s.gt_score for s in batch['data_samples']])
     assert torch.equal(trained_target(model, batch), expected)

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
-from tlalign_mm.models import traced_forward
-from tlalign_mm.models.tracers import TimmViTTracer, get_tracer
+from tlalign_mm.models import aligned_forward
+from tlalign_mm.models.recorders import TimmViTRecorder, get_recorder
 
 from .dense_reference_timm import (
     dense_readout,
@@ -104,12 +104,12 @@ def cached(name):
 def check_against_reference(backbone, images, pw, targets, patch,
                             moved=True):
     model = backbone.timm_model
-    cls_weights = pw.mean((2, 3))
+    area_share = pw.mean((2, 3))
     labels, history = align_labels(backbone, images, pw, targets,
                                    return_token_labels=True)
     with torch.no_grad():
         inputs, _ = dense_timm_forward(model, images)
-        Y = initial_labels(model, pw, targets, cls_weights, patch)
+        Y = initial_labels(model, pw, targets, area_share, patch)
         ref_history = dense_timm_labels(model, inputs, Y)
     ref = dense_readout(model, ref_history[-1])
     assert (labels.double() - ref).abs().max() <= 1e-5
@@ -243,7 +243,7 @@ def test_drop_path_follows_timms_own_draw(fused):
         handles.append(block.drop_path1.register_forward_hook(
             lambda m, args, out: keeps.append(out.flatten(1).any(1))))
     torch.manual_seed(5)
-    traced = traced_forward(backbone, images, pw, keep_history=True)
+    traced = aligned_forward(backbone, images, pw, keep_history=True)
     for handle in handles:
         handle.remove()
     torch.manual_seed(5)
@@ -322,12 +322,11 @@ def test_export_loads_strictly_into_timm_create_model(tmp_path):
                                        rtol=1e-5)
 
 
-def test_the_sdpa_interception_stays_in_its_module_and_thread():
-    """On the fused path, only the attention module's own call on its own
-    thread reaches the tap: an SDPA call from another thread while it runs,
-    or from the MLP, is the plain function (else the block would count two
-    attention calls and fail), and nothing stays on the mode stack, also
-    when the forward raises."""
+def test_recording_intercepts_no_function_and_survives_a_raise():
+    """Recording puts no torch function mode anywhere: an SDPA call from
+    another thread while the attention runs, or from the MLP, is the plain
+    function, and a forward that raises leaves nothing behind (the next
+    recorded forward gives the same labels)."""
     backbone = build('deit_tiny_patch16_224', depth=2, img_size=32,
                      patch_size=8, embed_dim=32, num_heads=2)
     images, pw, targets = random_mix(2, 2, 32, 32)
@@ -353,7 +352,7 @@ def test_the_sdpa_interception_stays_in_its_module_and_thread():
                block.mlp.register_forward_hook(in_mlp)]
     reference = align_labels(backbone, images, pw, targets)
     mode_inside, from_thread, mode_in_mlp, from_mlp = seen
-    assert mode_inside is not None and mode_in_mlp is None
+    assert mode_inside is None and mode_in_mlp is None
     assert torch.equal(from_thread, plain_out)
     assert torch.equal(from_mlp, plain_out)
     assert torch.overrides._get_current_function_mode() is None
@@ -392,8 +391,8 @@ def test_every_other_timm_model_gets_a_clear_error():
                            match="VisionTransformer family.*SwinTransformer"):
             tlalign(type='TIMMBackbone', model_name=name, **kwargs)
         bare = timm.create_model(name, pretrained=False, **kwargs)
-        assert isinstance(get_tracer(bare), TimmViTTracer)
-        with pytest.raises(NotImplementedError, match='does not trace timm'):
+        assert isinstance(get_recorder(bare), TimmViTRecorder)
+        with pytest.raises(NotImplementedError, match='does not record timm'):
             align_labels(bare, images, pw, targets)
     for kwargs, match in [
         (dict(patch_drop_rate=0.5), 'PatchDropout'),

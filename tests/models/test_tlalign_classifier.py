@@ -7,7 +7,6 @@ from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
 from tlalign_mm import align_labels
-from tlalign_mm.models.tracers import installed_session
 
 ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
 
@@ -45,12 +44,10 @@ def test_loss_uses_the_aligned_label(batch_size):
     batch = model.data_preprocessor(fake_batch(batch_size), training=True)
     samples = batch['data_samples']
     mixed = torch.stack([s.gt_score for s in samples]).clone()
-    targets = torch.stack([s.mix_targets for s in samples])
-    pixel_weights = torch.stack([s.mix_pixel_weights for s in samples])
+    mix = batch['mix']
     model.backbone.eval()  # no drop-path: a deterministic reference
-    expected = align_labels(model.backbone, batch['inputs'], pixel_weights,
-                            targets, torch.stack([s.mix_cls_weights
-                                                  for s in samples]))
+    expected = align_labels(model.backbone, batch['inputs'],
+                            mix.pixel_weights, mix.targets, mix.area_share)
     losses = model(**batch, mode='loss')
     assert torch.isfinite(losses['loss'])
     aligned = torch.stack([s.gt_score for s in samples])
@@ -109,8 +106,7 @@ def test_align_cfg_reaches_the_backbone():
     model = MODELS.build(
         model_cfg() | dict(align_cfg=dict(align_layers='last',
                                           residual_norm=False)))
-    # The backbone is the plain one, with the options of its tracing.
+    # The backbone is the plain one; the options are the classifier's.
     assert type(model.backbone).__name__ == 'VisionTransformer'
-    session = installed_session(model.backbone)
-    assert session.align_layers == 'last'
-    assert session.residual_norm is False
+    assert model.align_cfg['align_layers'] == 'last'
+    assert model.align_cfg['residual_norm'] is False

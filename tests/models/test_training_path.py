@@ -3,7 +3,7 @@ and the ablation switches (the paper's Table 8)."""
 import pytest
 import torch
 
-from tlalign_mm.models import traced_forward
+from tlalign_mm.models import aligned_forward
 
 from .dense_reference import dense_vit_labels
 from .test_vit_alignment import build_vit, random_mix
@@ -75,7 +75,7 @@ def test_drop_path_keeps_labels_of_dropped_samples(follow, kind):
     images, pw, _ = random_mix(8, 2, 32, 32)
     ios, handles = capture_attention_io(vit)
     torch.manual_seed(3)
-    traced = traced_forward(vit, images, pw, keep_history=True,
+    traced = aligned_forward(vit, images, pw, keep_history=True,
                             follow_drop_path=follow)
     for h in handles:
         h.remove()
@@ -114,7 +114,7 @@ def test_tracing_draws_no_extra_random_numbers(kind):
     vit.out_type = 'avg_featmap'
     vit.ln2 = torch.nn.Identity()
     torch.manual_seed(5)
-    traced = traced_forward(vit, images, pw)
+    traced = aligned_forward(vit, images, pw)
     torch.testing.assert_close(traced.feats[0], plain[:, 1:].mean(1),
                                atol=1e-5, rtol=1e-5)
 
@@ -126,7 +126,7 @@ def test_attention_dropout_labels_use_pre_dropout_attention():
     vit.train()
     images, pw, targets = random_mix(3, 2, 32, 32)
     ios, handles = capture_attention_io(vit)
-    traced = traced_forward(vit, images, pw, keep_history=True)
+    traced = aligned_forward(vit, images, pw, keep_history=True)
     for h in handles:
         h.remove()
     for i, (layer, (x_in, _)) in enumerate(zip(vit.layers, ios)):
@@ -147,7 +147,7 @@ def test_attention_dropout_labels_use_pre_dropout_attention():
 def test_ablation_switches_match_dense_reference(align_layers, residual_norm):
     vit = build_vit()
     images, pw, targets = random_mix(3, 2, 32, 32, box=(5, 27, 2, 19))
-    traced = traced_forward(vit, images, pw, align_layers=align_layers,
+    traced = aligned_forward(vit, images, pw, align_layers=align_layers,
                             residual_norm=residual_norm)
     layers = None if align_layers == 'all' else (
         [-1] if align_layers == 'last' else align_layers)
@@ -166,6 +166,6 @@ def test_bad_align_layers():
     vit = build_vit()
     images, pw, _ = random_mix(2, 2, 32, 32)
     with pytest.raises(ValueError, match='out of range'):
-        traced_forward(vit, images, pw, align_layers=[7])
+        aligned_forward(vit, images, pw, align_layers=[7])
     with pytest.raises(ValueError, match="'all', 'last'"):
-        traced_forward(vit, images, pw, align_layers='first')
+        aligned_forward(vit, images, pw, align_layers='first')

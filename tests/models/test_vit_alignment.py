@@ -5,7 +5,7 @@ import torch
 from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
-from tlalign_mm.models import traced_forward
+from tlalign_mm.models import aligned_forward
 
 from .dense_reference import dense_vit_labels
 from .mixes import random_mix
@@ -51,12 +51,12 @@ def test_matches_dense_reference(case):
                             case.pop('box', None))
     vit = build_vit(**case)
     images, pw, targets = random_mix(3, S, H, W, box=box)
-    cls_weights = pw.mean((2, 3))
+    area_share = pw.mean((2, 3))
     labels, history = align_labels(vit, images, pw, targets,
                                    return_token_labels=True)
     with torch.no_grad():
         ref, ref_history, _ = dense_vit_labels(vit, images, pw, targets,
-                                               cls_weights, patch=8)
+                                               area_share, patch=8)
     assert (labels.double() - ref).abs().max() <= 1e-5
     assert len(history) == len(ref_history) == 4
     for ours, theirs in zip(history, ref_history):
@@ -65,21 +65,24 @@ def test_matches_dense_reference(case):
         assert (ours_cls - theirs).abs().max() <= 1e-5
     # The alignment moved something: the test can fail.
     if vit.out_type == 'cls_token':
-        assert (ref - torch.einsum('bs,bsc->bc', cls_weights.double(),
+        assert (ref - torch.einsum('bs,bsc->bc', area_share.double(),
                                    targets.double())).abs().max() > 1e-3
 
 
-def test_given_cls_weights_are_the_class_token_label():
-    """With attention that moves nothing, the label is ``cls_weights``."""
+def test_given_area_share_are_the_class_token_label(monkeypatch):
+    """With attention that moves nothing, the label is ``area_share``."""
+    import tlalign_mm.core.records
+
+    from .mixes import identity_attention
     vit = build_vit()
-    for layer in vit.layers:  # attention that moves nothing: A = I
-        layer.attn.scaled_dot_product_attention = \
-            lambda q, k, v, attn_mask=None, dropout_p=0., **kw: v
+    # attention that moves nothing: A = I
+    monkeypatch.setattr(tlalign_mm.core.records, 'head_mean_attention',
+                        identity_attention)
     images, pw, targets = random_mix(2, 2, 32, 32, box=(0, 13, 0, 19))
-    cls_weights = torch.tensor([[0.7, 0.3], [0.2, 0.8]])
-    labels = align_labels(vit, images, pw, targets, cls_weights=cls_weights)
+    area_share = torch.tensor([[0.7, 0.3], [0.2, 0.8]])
+    labels = align_labels(vit, images, pw, targets, area_share=area_share)
     torch.testing.assert_close(
-        labels, torch.einsum('bs,bsc->bc', cls_weights, targets))
+        labels, torch.einsum('bs,bsc->bc', area_share, targets))
 
 
 def test_tokens_are_the_plain_forward():
@@ -87,7 +90,7 @@ def test_tokens_are_the_plain_forward():
     images, pw, _ = random_mix(2, 2, 32, 32)
     plain = vit(images)[0]
     vit.out_type = 'cls_token'
-    traced = traced_forward(vit, images, pw)
+    traced = aligned_forward(vit, images, pw)
     vit.out_type = 'raw'
     # The traced call feeds the fused kernel wider (zero-padded) heads, so
     # the tokens agree to rounding, not bit for bit; eval is bit-identical.
@@ -103,7 +106,7 @@ def test_bf16_autocast_keeps_labels_fp32_accurate():
     vit.layers[0].attn.qkv.register_forward_hook(
         lambda m, i, o: dtypes.append(o.dtype))
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        traced = traced_forward(vit, images, pw, keep_history=True)
+        traced = aligned_forward(vit, images, pw, keep_history=True)
     assert dtypes == [torch.bfloat16]  # the attention ran in bf16
     for labels in traced.history:
         assert labels.dtype == torch.float32
@@ -127,12 +130,12 @@ def test_bad_inputs_get_clear_errors():
         align_labels(vit, images, pw[..., :16], targets)
     with pytest.raises(ValueError, match=r'targets must be \(B, S, C\)'):
         align_labels(vit, images, pw, targets[:, :1])
-    with pytest.raises(ValueError, match=r'cls_weights must be \(B, S\)'):
+    with pytest.raises(ValueError, match=r'area_share must be \(B, S\)'):
         align_labels(vit, images, pw, targets, torch.full((2, 3), 1 / 3))
-    with pytest.raises(ValueError, match='cls_weights .* sum to 1'):
+    with pytest.raises(ValueError, match='area_share .* sum to 1'):
         align_labels(vit, images, pw, targets, torch.ones(2, 2))
     vit.out_type = 'featmap'
     with pytest.raises(ValueError, match='out_type'):
         align_labels(vit, images, pw, targets)
-    with pytest.raises(NotImplementedError, match='no tracer'):
+    with pytest.raises(NotImplementedError, match='no recorder'):
         align_labels(torch.nn.Conv2d(3, 3, 1), images, pw, targets)

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from tlalign_mm.core.token_labels import label_map_of
-from tlalign_mm.models.tracers import get_tracer
+from tlalign_mm.models.recorders import get_recorder
 
 from .label_rmse import aligned_source_weights
 
@@ -24,7 +24,7 @@ def token_grid(num_tokens: int, image_hw: Tuple[int, int]) -> Tuple[int, int]:
 
 def spatial_labels(backbone: nn.Module, labels: torch.Tensor) -> torch.Tensor:
     """``(B, N, S)`` token labels without the class/distillation tokens."""
-    return labels[:, get_tracer(backbone).num_extra_tokens(backbone):]
+    return labels[:, get_recorder(backbone).num_extra_tokens(backbone):]
 
 
 def label_colours(weights: torch.Tensor) -> torch.Tensor:
@@ -61,13 +61,13 @@ def label_maps(backbone: nn.Module, batch) -> LabelMaps:
         raise ValueError('Label maps show two sources; mix the batch.')
     readout, history = aligned_source_weights(
         backbone, batch.mixed, record.pixel_weights,
-        record.cls_weights, return_token_labels=True)
+        record.area_share, return_token_labels=True)
     hw = tuple(batch.mixed.shape[-2:])
     maps = []
     for labels in (history[0], history[-1]):
         labels = spatial_labels(backbone, labels)
         maps.append(label_map_of(labels, token_grid(labels.shape[1], hw)))
-    return LabelMaps(maps[0], maps[1], readout, record.cls_weights.float())
+    return LabelMaps(maps[0], maps[1], readout, record.area_share.float())
 
 
 def display_images(data_preprocessor, images: torch.Tensor) -> torch.Tensor:

@@ -14,19 +14,19 @@ from typing import Dict, Iterable
 
 import torch
 
-from tlalign_mm.models.align import align_labels
+from tlalign_mm.models.align_labels import align_labels
 
 
 def aligned_source_weights(backbone, images: torch.Tensor,
                            pixel_weights: torch.Tensor,
-                           cls_weights: torch.Tensor,
+                           area_share: torch.Tensor,
                            return_token_labels: bool = False):
     """TL-Align's label of each sample as source weights ``(B, S)`` (and,
     optionally, the token labels after every block), from
     :func:`tlalign_mm.align_labels` with each source as its own class."""
-    B, S = cls_weights.shape
+    B, S = area_share.shape
     eye = torch.eye(S, device=images.device).expand(B, S, S)
-    return align_labels(backbone, images, pixel_weights, eye, cls_weights,
+    return align_labels(backbone, images, pixel_weights, eye, area_share,
                         return_token_labels=return_token_labels)
 
 
@@ -69,6 +69,6 @@ def label_rmse(backbone, batches: Iterable) -> Dict[str, float]:
         record = batch.record
         aligned = aligned_source_weights(backbone, batch.mixed,
                                          record.pixel_weights,
-                                         record.cls_weights)
-        meter.update(aligned, record.cls_weights, batch.targets)
+                                         record.area_share)
+        meter.update(aligned, record.area_share, batch.targets)
     return meter.result()

@@ -115,7 +115,7 @@ def mixed_batches(model,
         mixed = mixed[:keep]
         record = MixRecord(record.pixel_weights[:keep],
                            record.source_index[:keep],
-                           record.cls_weights[:keep], record.mode)
+                           record.area_share[:keep], record.mode)
         seen += keep
         yield MixedBatch(inputs, mixed, record, targets)
         if progress is not None:

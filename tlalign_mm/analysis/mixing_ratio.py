@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 
 from tlalign_mm.core.transmix import transmix_lambda_from_weighted
-from tlalign_mm.models.tracers import ViTTracer, get_tracer
+from tlalign_mm.models.recorders import ViTRecorder, get_recorder
 from tlalign_mm.models.transmix import transmix_forward
 
 from .label_rmse import aligned_source_weights
@@ -32,15 +32,15 @@ from .label_rmse import aligned_source_weights
 
 def transformer_blocks(backbone: nn.Module) -> List[nn.Module]:
     """The blocks whose outputs are the per-layer tokens, in order (the
-    tracer's blocks)."""
-    return [block.block for block in get_tracer(backbone).blocks(backbone)]
+    recorder's blocks)."""
+    return [block.block for block in get_recorder(backbone).blocks(backbone)]
 
 
 def readout_tokens(backbone: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """``(B, N, D)`` -> ``(B, D)``: the token the head classifies (class
-    token) or, for pooled models, the mean token (the tracer's readout).
+    token) or, for pooled models, the mean token (the recorder's readout).
     Works for features and for token labels alike."""
-    return get_tracer(backbone).readout(backbone, tokens)
+    return get_recorder(backbone).readout(backbone, tokens)
 
 
 @torch.no_grad()
@@ -75,7 +75,7 @@ def similarity_ratio(mixed: torch.Tensor, a: torch.Tensor,
 
 
 def has_class_attention(backbone: nn.Module) -> bool:
-    return isinstance(get_tracer(backbone), ViTTracer) and \
+    return isinstance(get_recorder(backbone), ViTRecorder) and \
         getattr(backbone, 'out_type', None) == 'cls_token'
 
 
@@ -103,16 +103,16 @@ def mixing_ratios(backbone: nn.Module, batch) -> Dict[str, torch.Tensor]:
         [similarity_ratio(m, x, y) for m, x, y in zip(mixed, a, b)], 1)
     _, history = aligned_source_weights(backbone, batch.mixed,
                                         record.pixel_weights,
-                                        record.cls_weights,
+                                        record.area_share,
                                         return_token_labels=True)
     tlalign = torch.stack(
         [readout_tokens(backbone, labels)[:, 0] for labels in history[1:]],
         1)
     out = dict(similarity=similarity, tlalign=tlalign,
-               cutmix=record.cls_weights[:, 0].float())
+               cutmix=record.area_share[:, 0].float())
     if has_class_attention(backbone):
         weighted = transmix_forward(backbone, batch.mixed,
                                     record.pixel_weights).weights
         out['transmix'] = transmix_lambda_from_weighted(
-            weighted, record.cls_weights)[:, 0]
+            weighted, record.area_share)[:, 0]
     return out

@@ -8,7 +8,7 @@ number of tokens ``N`` and average 1; their spread is the token
 fluctuation.
 
 How ``Ā`` is obtained, exactly and without re-implementing attention: the
-tracer's own alignment, with every token of the block's input as its own
+alignment rule, with every token of the block's input as its own
 source. For block ``l`` the image is cut into the cells of that block's
 token grid (the patches; for Swin, the cells its patch merging has made),
 each cell one source, and the class (and distillation) token(s) one more
@@ -26,8 +26,8 @@ from typing import List, NamedTuple, Optional, Tuple
 import torch
 import torch.nn as nn
 
-from tlalign_mm.models.traced_forward import traced_forward
-from tlalign_mm.models.tracers import get_tracer
+from tlalign_mm.models.aligned_forward import aligned_forward
+from tlalign_mm.models.recorders import get_recorder
 
 
 class LayerPresence(NamedTuple):
@@ -45,7 +45,7 @@ class LayerPresence(NamedTuple):
 
 
 def _patch_stride(backbone: nn.Module) -> Tuple[int, int]:
-    embed = get_tracer(backbone).patch_embed(backbone)
+    embed = get_recorder(backbone).patch_embed(backbone)
     conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
     if not isinstance(conv, nn.Conv2d):
         raise NotImplementedError(
@@ -81,7 +81,7 @@ def block_grids(backbone: nn.Module, images: torch.Tensor) -> List[int]:
     forward (the labels after block ``l`` hold one row per token)."""
     B = images.shape[0]
     pw = images.new_ones(B, 1, *images.shape[-2:]).float()
-    traced = traced_forward(backbone, images, pw, keep_history=True)
+    traced = aligned_forward(backbone, images, pw, keep_history=True)
     return [h.shape[1] for h in traced.history[1:]]
 
 
@@ -97,7 +97,7 @@ def token_presence(backbone: nn.Module,
     """Presence of every token entering every block, see the module doc.
 
     Args:
-        backbone (nn.Module): a plain backbone a tracer supports whose patch
+        backbone (nn.Module): a plain backbone a recorder supports whose patch
             embedding cuts non-overlapping patches (ViT/DeiT, Swin), in the
             mode (eval) to analyse.
         images (Tensor): ``(B, 3, H, W)``.
@@ -105,10 +105,10 @@ def token_presence(backbone: nn.Module,
     Returns:
         list[LayerPresence]: one per block.
     """
-    tracer = get_tracer(backbone)  # a clear error for unsupported ones
+    recorder = get_recorder(backbone)  # a clear error for unsupported ones
     stride = _patch_stride(backbone)
     B, _, H, W = images.shape
-    n_extra = tracer.num_extra_tokens(backbone)
+    n_extra = recorder.num_extra_tokens(backbone)
     n_input = math.ceil(H / stride[0]) * math.ceil(W / stride[1])
     out = []
     for layer, n_tokens in enumerate(block_grids(backbone, images)):
@@ -123,11 +123,11 @@ def token_presence(backbone: nn.Module,
                 f'{cell[0]}x{cell[1]}-pixel cells of the {H}x{W} image.')
         pw = cell_sources((H, W), cell, n_extra > 0, B, images.device)
         S = pw.shape[1]
-        cls_weights = None
+        area_share = None
         if n_extra:
-            cls_weights = torch.zeros(B, S, device=images.device)
-            cls_weights[:, -1] = 1
-        traced = traced_forward(backbone, images, pw, cls_weights,
+            area_share = torch.zeros(B, S, device=images.device)
+            area_share[:, -1] = 1
+        traced = aligned_forward(backbone, images, pw, area_share,
                                 align_layers=[layer], residual_norm=False,
                                 follow_drop_path=False, keep_history=True)
         before, after = traced.history[layer], traced.history[layer + 1]

@@ -1,10 +1,12 @@
-"""Pure-torch TL-Align: token labels, the alignment rule, the fused trick.
+"""Pure-torch TL-Align: token labels, the alignment rule and the loop that
+applies it to a recorded forward, head-mean attention.
 
 Nothing here imports OpenMMLab; :mod:`tlalign_mm.models` adapts it.
 """
-from .alignment import AlignmentState, residual_align
-from .fused_attention import attention_with_labels
+from .alignment import align, residual_align, resolve_align_layers
+from .attention import head_mean_attention, mean_probs_attention
 from .mix_record import MixRecord
+from .records import Attention, DropPath, HeadInput, Keys, TokenStep
 from .token_labels import (
     flatten_label_map,
     label_map_of,
@@ -13,6 +15,8 @@ from .token_labels import (
 )
 
 __all__ = [
-    'AlignmentState', 'residual_align', 'attention_with_labels', 'MixRecord',
-    'window_mean', 'flatten_label_map', 'label_map_of', 'with_extra_tokens'
+    'align', 'residual_align', 'resolve_align_layers', 'head_mean_attention',
+    'mean_probs_attention', 'MixRecord', 'Attention', 'DropPath',
+    'HeadInput', 'Keys', 'TokenStep', 'window_mean', 'flatten_label_map',
+    'label_map_of', 'with_extra_tokens'
 ]

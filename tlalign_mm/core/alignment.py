@@ -1,4 +1,5 @@
-"""The layer-wise alignment rule and the state one traced forward carries.
+"""The layer-wise alignment rule, and the loop that applies it to a
+recorded forward (:func:`align`).
 
 The rule, in one place (TL-Align, Eq. 5, and the one deviation that is ours):
 
@@ -18,9 +19,27 @@ The rule, in one place (TL-Align, Eq. 5, and the one deviation that is ours):
   a block keeps its labels there (for it, the block's attention is ``I``).
   The original code ignores drop-path (``keep=None``).
 """
-from typing import Iterable, List, Optional, Set, Union
+from typing import (
+    Iterable,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
 import torch
+
+from .records import (
+    Attention,
+    DropPath,
+    HeadInput,
+    Keys,
+    TokenStep,
+    is_key_map,
+)
 
 
 def residual_align(labels: torch.Tensor,
@@ -116,63 +135,99 @@ def resolve_align_layers(align_layers: Union[str, Iterable[int], None],
     return indices
 
 
-class AlignmentState:
-    """Token labels of one forward pass, updated block by block.
+def align(records: Sequence,
+          labels: torch.Tensor,
+          align_layers: Union[str, Iterable[int], None] = 'all',
+          residual_norm: bool = True,
+          follow_drop_path: bool = True,
+          keep_history: bool = False,
+          impl: str = 'auto'
+          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+    """Apply the rule to a recorded forward, block by block (TL-Align,
+    Eq. 5): ``Y <- (Y + Ā Y) / 2`` per block, token steps in between.
 
     Args:
-        labels (Tensor): ``(B, N, S)`` initial labels (float32, no gradient).
-        align_layers (str | Iterable[int]): ``'all'``, ``'last'`` or block
-            indices (negative indices count from the end) whose attention
-            moves the labels. Other blocks leave them alone.
+        records (Sequence): what the forward recorded, in order
+            (:mod:`tlalign_mm.core.records`).
+        labels (Tensor): ``(B, N, S)`` labels of the first tokens.
+        align_layers: ``'all'``, ``'last'`` or block indices that align
+            (the paper's Table 8); other blocks leave labels alone.
         residual_norm (bool): see :func:`residual_align`.
-        num_layers (int, optional): number of blocks, needed to resolve
-            ``'last'`` and negative indices.
-        keep_history (bool): record the labels after every block.
-        follow_drop_path (bool): samples whose attention branch drop-path
-            removed keep their labels in that block (see
-            :func:`residual_align`); ``False`` ignores drop-path, like the
-            original code.
+        follow_drop_path (bool): a sample whose attention branch drop-path
+            removed keeps its labels in that block; ``False`` ignores
+            drop-path, like the original code.
+        keep_history (bool): also return the labels before the first block
+            and after every block.
+        impl (str): the path of :func:`head_mean_attention`.
+
+    Returns:
+        tuple: the ``(B, N_l, S)`` labels of the tokens the head reads (the
+        last block's, or those at a :class:`HeadInput`), and the history
+        (empty unless ``keep_history``).
     """
+    blocks = _blocks(records)
+    aligned = resolve_align_layers(align_layers, sum(
+        isinstance(b, _Block) for b in blocks))
+    with torch.no_grad(), torch.autocast(labels.device.type, enabled=False):
+        labels = labels.detach().float()
+        history = [labels] if keep_history else []
+        head_input, layer = None, 0
+        for step in blocks:
+            if isinstance(step, TokenStep):
+                labels = step.labels(labels)
+            elif isinstance(step, HeadInput):
+                head_input = labels
+            else:
+                if aligned is None or layer in aligned:
+                    labels = _block(step, labels, residual_norm,
+                                    follow_drop_path, impl)
+                layer += 1
+                if keep_history:
+                    history.append(labels)
+    return (labels if head_input is None else head_input), history
 
-    def __init__(self,
-                 labels: torch.Tensor,
-                 align_layers: Union[str, Iterable[int]] = 'all',
-                 residual_norm: bool = True,
-                 num_layers: Optional[int] = None,
-                 keep_history: bool = False,
-                 follow_drop_path: bool = True):
-        self.labels = labels.detach().float()
-        self.residual_norm = residual_norm
-        self.follow_drop_path = follow_drop_path
-        self.num_layers = num_layers
-        self.layer = 0
-        self.history: List[torch.Tensor] = [self.labels] if keep_history \
-            else []
-        self.keep_history = keep_history
-        # The labels of the tokens the head reads, where a tracer must catch
-        # them mid-forward (pooled pyramids read a stage's output).
-        self.output_labels: Optional[torch.Tensor] = None
-        self._aligned = resolve_align_layers(align_layers, num_layers)
 
-    def aligns(self, layer: Optional[int] = None) -> bool:
-        """Whether block ``layer`` (default: the current one) aligns."""
-        layer = self.layer if layer is None else layer
-        return self._aligned is None or layer in self._aligned
+def _block(step, labels, residual_norm, follow_drop_path, impl):
+    """One block: its key map, ``Ā Y``, and :func:`residual_align`."""
+    attention, key_map, keep = step
+    keys, padded = labels, False
+    if key_map is not None:
+        keys, padded = key_map.to_keys(labels), key_map.padded
+    attended, mass = attention.attend(keys, padded, impl)
+    if key_map is not None:
+        attended, mass = key_map.to_queries(attended, mass)
+    return residual_align(labels, attended, residual_norm,
+                          keep if follow_drop_path else None, mass)
 
-    def step(self, attended: Optional[torch.Tensor],
-             keep: Optional[torch.Tensor] = None,
-             mass: Optional[torch.Tensor] = None) -> None:
-        """Finish one block: apply :func:`residual_align` if it aligns."""
-        if not self.follow_drop_path:
-            keep = None
-        if attended is not None and self.aligns():
-            self.labels = residual_align(self.labels, attended,
-                                         self.residual_norm, keep, mass)
-        self.layer += 1
-        if self.keep_history:
-            self.history.append(self.labels)
 
-    def replace(self, labels: torch.Tensor) -> None:
-        """Labels changed by a step that is not a block (patch merging,
-        pooling). The history keeps the per-block labels before it."""
-        self.labels = labels
+class _Block(NamedTuple):
+    attention: Attention
+    key_map: Optional[object]
+    keep: Optional[torch.Tensor]
+
+
+def _blocks(records: Sequence) -> list:
+    """Token steps and head inputs as they are; each :class:`Attention`
+    with the records that follow it as one ``(attention, key_map, keep)``
+    step."""
+    steps: list = []
+    for record in records:
+        if isinstance(record, (TokenStep, HeadInput)):
+            steps.append(record)
+        elif isinstance(record, Attention):
+            steps.append(_Block(record, None, None))
+        else:
+            if not steps or not isinstance(steps[-1], _Block):
+                raise RuntimeError(f'{type(record).__name__} recorded '
+                                   'outside a block.')
+            attention, key_map, keep = steps[-1]
+            if isinstance(record, Keys):
+                attention = attention._replace(k=record.k)
+            elif isinstance(record, DropPath):
+                keep = record.keep
+            elif is_key_map(record):
+                key_map = record
+            else:
+                raise TypeError(f'Not a record: {type(record).__name__}.')
+            steps[-1] = _Block(attention, key_map, keep)
+    return steps

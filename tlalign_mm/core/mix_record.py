@@ -1,5 +1,6 @@
 """How a mixed batch was made: the record every TL-Align step starts from."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Optional
 
 import torch
 
@@ -15,19 +16,26 @@ class MixRecord:
             ``b`` is batch element ``source_index[b, s]`` of the batch before
             mixing. Column 0 is ``arange(B)``; for two-source mixes column 1 is
             mmpretrain's permutation ``index``.
-        cls_weights (Tensor): ``(B, S)`` float32. The area share of each
+        area_share (Tensor): ``(B, S)`` float32. The area share of each
             source, i.e. the (corrected) lambda of the mixed target. It is the
             initial label of the class (and distillation) token.
         mode (str): Which augmentation made the batch: its class name
             without ``TL``, lower case (``'cutmix'``, ``'mixup'``,
             ``'tokencutmix'``, ``'patchmix'``, ``'blockmix'``), or
             ``'none'``.
+        targets (Tensor, optional): ``(B, S, C)`` each source's class
+            distribution (its unmixed score); set by
+            :meth:`with_targets` once the scores are known. The training
+            target of a mixed sample is ``weights @ targets`` for some
+            ``(B, S)`` source weights: ``area_share`` for CutMix, the
+            aligned weights for TL-Align.
     """
 
     pixel_weights: torch.Tensor
     source_index: torch.Tensor
-    cls_weights: torch.Tensor
+    area_share: torch.Tensor
     mode: str = 'none'
+    targets: Optional[torch.Tensor] = None
 
     @property
     def num_sources(self) -> int:
@@ -41,8 +49,13 @@ class MixRecord:
             pixel_weights=torch.ones(batch_size, 1, height, width,
                                      device=device),
             source_index=torch.arange(batch_size, device=device)[:, None],
-            cls_weights=torch.ones(batch_size, 1, device=device),
+            area_share=torch.ones(batch_size, 1, device=device),
             mode='none')
+
+    def with_targets(self, scores: torch.Tensor) -> 'MixRecord':
+        """This record with ``targets`` gathered from the unmixed batch
+        scores ``(B, C)``."""
+        return replace(self, targets=self.source_targets(scores))
 
     def source_targets(self, scores: torch.Tensor) -> torch.Tensor:
         """Each source's label distribution, ``(B, S, C)``, gathered from the

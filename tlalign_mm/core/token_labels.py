@@ -5,6 +5,7 @@ class vectors ``(B, N, C)``: alignment is linear, so expanding to classes once
 at the end (``weights @ targets``) gives the same result at a cost that does
 not depend on the number of classes.
 """
+from types import SimpleNamespace
 from typing import Optional, Sequence, Tuple
 
 import torch
@@ -112,13 +113,13 @@ def label_map_of(tokens: torch.Tensor, hw: _Pair) -> torch.Tensor:
     return tokens.transpose(1, 2).reshape(B, S, *hw)
 
 
-def with_extra_tokens(patch_labels: torch.Tensor, cls_weights: torch.Tensor,
+def with_extra_tokens(patch_labels: torch.Tensor, area_share: torch.Tensor,
                       num_extra_tokens: int) -> torch.Tensor:
     """Prepend the class (and distillation) tokens' labels.
 
     Args:
         patch_labels (Tensor): ``(B, N, S)``.
-        cls_weights (Tensor): ``(B, S)``, each source's area share (lambda).
+        area_share (Tensor): ``(B, S)``, each source's area share (lambda).
         num_extra_tokens (int): how many tokens precede the patch tokens.
 
     Returns:
@@ -126,5 +127,28 @@ def with_extra_tokens(patch_labels: torch.Tensor, cls_weights: torch.Tensor,
     """
     if num_extra_tokens == 0:
         return patch_labels
-    extra = cls_weights[:, None, :].expand(-1, num_extra_tokens, -1)
+    extra = area_share[:, None, :].expand(-1, num_extra_tokens, -1)
     return torch.cat([extra.to(patch_labels), patch_labels], dim=1)
+
+
+def window_labels(window, label_map: torch.Tensor,
+                  pre_pad: Optional[Sequence[int]] = None) -> torch.Tensor:
+    """Mean label under every window of ``window`` (a conv, an
+    ``nn.Unfold``, :func:`as_conv_window`: anything with ``kernel_size``,
+    ``stride``, ``padding``, ``dilation``) after ``pre_pad``.
+    ``(B, S, H, W)`` -> ``(B, h*w, S)``."""
+    if isinstance(window.padding, str):
+        raise NotImplementedError(
+            f'String padding {window.padding!r} in a token-making '
+            f'{type(window).__name__} is not supported by TL-Align; use an '
+            'integer padding.')
+    return flatten_label_map(
+        window_mean(label_map, window.kernel_size, window.stride,
+                    window.padding, window.dilation, pre_pad))
+
+
+def as_conv_window(kernel_size, stride, padding=0, dilation=1):
+    """A stand-in with a conv's window geometry, for rules of modules that
+    cut windows without a conv attribute."""
+    return SimpleNamespace(kernel_size=kernel_size, stride=stride,
+                           padding=padding, dilation=dilation)

@@ -26,9 +26,9 @@ masks (:data:`TOKEN_MASKS`):
   the patch's top-left pixel (:func:`nearest_pixel_weights`), and
   ``lam_area`` the pixel share of each source.
 - ``'fractional'``: ``y_p`` is the mean pixel weight over the patch (the
-  tracers' initial labels), so a patch a pixel box cuts through counts by
+  initial token labels), so a patch a pixel box cuts through counts by
   the share of it inside the box; ``lam_area`` is the record's
-  ``cls_weights``. Not TransMix's; kept as a named option (it was this
+  ``area_share``. Not TransMix's; kept as a named option (it was this
   package's rule before).
 
 The two agree whenever the box follows patch borders (token CutMix); on
@@ -73,13 +73,13 @@ def nearest_pixel_weights(pixel_weights: torch.Tensor,
 
 
 def attention_lambda(weighted: torch.Tensor,
-                     cls_weights: torch.Tensor) -> torch.Tensor:
+                     area_share: torch.Tensor) -> torch.Tensor:
     """Each source's share of the class token's patch attention.
 
     Args:
         weighted (Tensor): ``(B, S)`` ``sum_p a_p y_p``: the patch labels
             weighted by the (unnormalised) class-token attention.
-        cls_weights (Tensor): ``(B, S)`` area ratios; the answer for a sample
+        area_share (Tensor): ``(B, S)`` area ratios; the answer for a sample
             whose attention on patch tokens underflowed to 0.
 
     Returns:
@@ -89,23 +89,23 @@ def attention_lambda(weighted: torch.Tensor,
     weighted = weighted.float()
     total = weighted.sum(-1, keepdim=True)
     return torch.where(total > 0, weighted / total.clamp_min(1e-30),
-                       cls_weights.to(weighted))
+                       area_share.to(weighted))
 
 
 def transmix_lambda_from_weighted(weighted: torch.Tensor,
-                                  cls_weights: torch.Tensor,
+                                  area_share: torch.Tensor,
                                   ratio: float = ATTENTION_RATIO
                                   ) -> torch.Tensor:
     """TransMix's ``lam = (1 - ratio) * lam_area + ratio * lam_attn`` from
     ``weighted = sum_p a_p y_p`` ``(B, S)``; see :func:`transmix_lambda`."""
-    cls_weights = cls_weights.float()
-    return (1 - ratio) * cls_weights + ratio * attention_lambda(
-        weighted, cls_weights)
+    area_share = area_share.float()
+    return (1 - ratio) * area_share + ratio * attention_lambda(
+        weighted, area_share)
 
 
 def transmix_lambda(cls_attention: torch.Tensor,
                     patch_labels: torch.Tensor,
-                    cls_weights: torch.Tensor,
+                    area_share: torch.Tensor,
                     ratio: float = ATTENTION_RATIO) -> torch.Tensor:
     """TransMix's mixing ratio of each source.
 
@@ -115,7 +115,7 @@ def transmix_lambda(cls_attention: torch.Tensor,
             normalisation: only the ratios between patches matter).
         patch_labels (Tensor): ``(B, N, S)`` each patch token's source
             weights (summing to 1 over ``S``).
-        cls_weights (Tensor): ``(B, S)`` the area ratio of each source (the
+        area_share (Tensor): ``(B, S)`` the area ratio of each source (the
             CutMix target's ``lam``).
         ratio (float): weight of the attention ratio. Defaults to 0.5, as in
             TransMix.
@@ -131,4 +131,4 @@ def transmix_lambda(cls_attention: torch.Tensor,
             f'{tuple(cls_attention.shape)} and {tuple(patch_labels.shape)}.')
     weighted = torch.einsum('bn,bns->bs', cls_attention.float(),
                             patch_labels.float())
-    return transmix_lambda_from_weighted(weighted, cls_weights, ratio)
+    return transmix_lambda_from_weighted(weighted, area_share, ratio)

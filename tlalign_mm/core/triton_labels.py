@@ -1,8 +1,9 @@
 """``mean_h softmax(q k^T s) @ Y`` in one fused GPU pass (Triton).
 
 Under bf16/fp16 training the block's own attention runs in low precision,
-and the labels must not: :func:`attention_with_labels` then needs the
-head-averaged attention applied to the labels in float32. A float32
+and the labels must not: :func:`~.attention.head_mean_attention` needs the
+head-averaged attention applied to the labels in float32 (its ``'triton'``
+path, the default on a GPU). A float32
 ``scaled_dot_product_attention`` call does that, but on a GPU it pays a
 full float32 attention over the head width (the labels have to be padded to
 it) for an output of ``S`` (2-3) channels; on an H200 it cost 6.6 times the

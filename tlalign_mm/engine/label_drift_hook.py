@@ -5,37 +5,30 @@ from typing import Optional
 import torch
 from mmengine.dist import all_reduce
 from mmengine.hooks import Hook
-from mmengine.model import is_model_wrapper
 from mmpretrain.registry import HOOKS
 
-# the sums kept per epoch, in this order
-_FIELDS = ('abs_diff', 'entropy', 'entropy_area', 'flip_rate')
+from tlalign_mm.core.label_drift import DRIFT_NAMES
+
+_KEYS = tuple(f'label_drift/{name}' for name in DRIFT_NAMES)
 
 
 @HOOKS.register_module()
 class LabelDriftHook(Hook):
     """Log, per training epoch, how far the target a ``TLAlignClassifier``
     trained on (TL-Align's aligned label, or TransMix's) is from the area
-    label CutMix would have used, both as ``(B, S)`` source weights:
+    label CutMix would have used: the epoch means of the ``label_drift/*``
+    values its loss dict reports per batch
+    (:func:`tlalign_mm.core.label_drift.label_drift`: ``abs_diff``,
+    ``entropy``, ``entropy_area``, ``flip_rate``), each batch counting once.
 
-    - ``label_drift/abs_diff``: mean over samples and sources of
-      ``|w_target - w_area|`` (for two sources, ``|lambda_target -
-      lambda_area|``);
-    - ``label_drift/entropy``: mean entropy (nats) of the target's source
-      weights, ``-sum_s w log w`` (``ln 2`` for an even two-source mix, 0
-      for one source); ``label_drift/entropy_area``: the same of the area
-      label, for reference;
-    - ``label_drift/flip_rate``: the share of samples whose target gives the
-      most weight to another source than the area label does.
+    They arrive with the step's outputs (mmengine hands the loss dict's
+    values to ``after_train_iter``), go to the runner's logger and, with
+    ``step`` the epoch number, to its visualizer (``vis_data/scalars.json``).
+    A model whose loss has no ``label_drift/*`` (an ``ImageClassifier``, or
+    a ``TLAlignClassifier`` with ``target='cutmix'``) logs nothing.
 
-    The values go to the runner's logger and, with ``step`` the epoch
-    number, to its visualizer (``vis_data/scalars.json``). A model that does
-    not expose ``last_label_weights`` (an ``ImageClassifier``, or a
-    ``TLAlignClassifier`` with ``target='cutmix'``) logs nothing.
-
-    The sums stay on the model's device during the epoch and are read back
-    once, at its end: no host-device synchronisation per step. Under
-    distributed training they are summed over the ranks.
+    The sums stay on the device during the epoch and are read back once, at
+    its end; under distributed training they are summed over the ranks.
     """
 
     priority = 'NORMAL'
@@ -48,23 +41,10 @@ class LabelDriftHook(Hook):
 
     def after_train_iter(self, runner, batch_idx: int, data_batch=None,
                          outputs=None) -> None:
-        model = runner.model.module if is_model_wrapper(runner.model) \
-            else runner.model
-        weights = getattr(model, 'last_label_weights', None)
-        if weights is None:
+        if not outputs or _KEYS[0] not in outputs:
             return
-        # consumed: a step that sets nothing must not count this batch again
-        model.last_label_weights = None
-        target, area = (w.float() for w in weights)
-        sums = torch.stack([
-            (target - area).abs().mean(1).sum(),
-            -torch.special.xlogy(target, target).sum(),
-            -torch.special.xlogy(area, area).sum(),
-            (target.argmax(1) != area.argmax(1)).sum().float(),
-            # filled on the device (new_tensor would copy from the host,
-            # which waits for the GPU)
-            target.new_full((), float(len(target))),
-        ])
+        values = [torch.as_tensor(outputs[k]).float() for k in _KEYS]
+        sums = torch.stack(values + [torch.ones_like(values[0])])
         self._sums = sums if self._sums is None else self._sums + sums
 
     def after_train_epoch(self, runner) -> None:
@@ -74,8 +54,7 @@ class LabelDriftHook(Hook):
         self._sums = None
         all_reduce(sums)  # a no-op unless distributed
         *totals, count = sums.tolist()  # the epoch's one read-back
-        values = {f'label_drift/{name}': total / count
-                  for name, total in zip(_FIELDS, totals)}
+        values = {k: total / count for k, total in zip(_KEYS, totals)}
         epoch = runner.epoch + 1
         runner.logger.info(
             f'Epoch(train) [{epoch}] label drift: |target - area| '

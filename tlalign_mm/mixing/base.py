@@ -81,7 +81,7 @@ def two_source_record(pixel_weights: torch.Tensor, index: torch.Tensor,
 
     Returns:
         MixRecord: with ``source_index = [arange(B), index]`` and
-        ``cls_weights = [lam, 1 - lam]`` for every sample.
+        ``area_share = [lam, 1 - lam]`` for every sample.
     """
     device = pixel_weights.device
     batch_size = pixel_weights.size(0)
@@ -89,13 +89,13 @@ def two_source_record(pixel_weights: torch.Tensor, index: torch.Tensor,
         [torch.arange(batch_size, device=device),
          index.to(device)], dim=1)
     lam = float(lam)
-    cls_weights = torch.tensor([lam, 1. - lam],
+    area_share = torch.tensor([lam, 1. - lam],
                                dtype=torch.float32,
                                device=device).repeat(batch_size, 1)
     return MixRecord(
         pixel_weights=pixel_weights,
         source_index=source_index,
-        cls_weights=cls_weights,
+        area_share=area_share,
         mode=mode)
 
 
@@ -109,7 +109,7 @@ class BaseCellMix(Mixup):
     torch.randperm(N)``, then the cells (numpy RNG, see
     :meth:`sample_cell_mask`). ``lam`` is then replaced by the exact share of
     pixels kept from the first source, so the mixed scores and the record's
-    ``cls_weights`` are the true area shares.
+    ``area_share`` are the true area shares.
 
     Cells are ``patch_size x patch_size`` pixels; when the image size is not a
     multiple of ``patch_size`` the last row / column of cells is partial (see

@@ -34,7 +34,7 @@ class TLCutMix(CutMix):
 
     The record has two sources: ``pixel_weights[:, 0]`` is 1 outside the box
     and ``pixel_weights[:, 1]`` is 1 inside it; ``source_index[:, 1]`` is the
-    permutation ``index``; ``cls_weights`` is ``(lam, 1 - lam)`` with
+    permutation ``index``; ``area_share`` is ``(lam, 1 - lam)`` with
     mmpretrain's lambda (corrected to the clipped box when ``correct_lam`` or
     ``cutmix_minmax`` is set; otherwise it is the sampled lambda and differs
     from the box area, exactly as the mixed scores do).

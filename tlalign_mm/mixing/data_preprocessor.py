@@ -1,7 +1,8 @@
-"""ClsDataPreprocessor that records each mix on the data samples."""
+"""ClsDataPreprocessor that returns the batch's mix record with the batch."""
 from numbers import Number
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
+import torch
 from mmpretrain.models.utils.data_preprocessor import ClsDataPreprocessor
 from mmpretrain.registry import MODELS
 
@@ -10,7 +11,8 @@ from .wrapper import TLRandomBatchAugment
 
 @MODELS.register_module()
 class TLAlignDataPreprocessor(ClsDataPreprocessor):
-    """mmpretrain's :class:`ClsDataPreprocessor` that records the batch mix.
+    """mmpretrain's :class:`ClsDataPreprocessor` that returns the batch mix's
+    record with the batch.
 
     It is :class:`ClsDataPreprocessor` (it normalises, pads, stacks, builds
     one-hot scores and, in training, mixes the normalised padded batch)
@@ -21,21 +23,16 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
     mmpretrain augment (same random draws), so a plain classifier trains
     exactly as with it.
 
-    In that case each :class:`DataSample` also gets (``S`` = number of
-    sources of the batch: 2 for the two-source mixes, 1 when the random
-    choice was "no mixing"; ``C`` = number of classes; ``H, W`` = the size of
-    the padded batch):
-
-    - ``mix_pixel_weights``: ``(S, H, W)`` float32, each pixel's share of each
-      source (sums to 1 over ``S``);
-    - ``mix_targets``: ``(S, C)`` float, the unmixed scores of the sample's
-      sources, ``batch_score[source_index[b]]``;
-    - ``mix_cls_weights``: ``(S, )`` float32, each source's area share, so
-      ``gt_score == mix_cls_weights @ mix_targets``.
-
-    Nothing is kept on the preprocessor between calls. Without training or
-    without batch augmentations it is :class:`ClsDataPreprocessor` and adds
-    no ``mix_*`` field.
+    In training with batch augmentations, the returned dict has one more
+    key, ``mix``: the batch's :class:`~tlalign_mm.core.MixRecord` (``S`` =
+    number of sources: 2 for the two-source mixes, 1 when the random choice
+    was "no mixing"), with its ``targets`` ``(B, S, C)``, the unmixed scores
+    of each sample's sources. mmengine passes it to the model's ``forward``
+    as the keyword ``mix`` (``model(**data, mode=...)``), so it reaches
+    ``TLAlignClassifier.loss`` through calls. ``gt_score == area_share @
+    targets`` for every sample. Nothing is kept on the preprocessor or the
+    augments between calls; without training or batch augmentations it is
+    :class:`ClsDataPreprocessor` and returns no ``mix``.
 
     Args:
         mean (Sequence[Number], optional): The pixel mean of R, G, B channels.
@@ -53,6 +50,10 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
         num_classes (int, optional): The number of classes. Defaults to None.
         batch_augments (dict, optional): ``augments`` and ``probs`` of
             :class:`TLRandomBatchAugment`. Defaults to None.
+        patch_size (tuple, optional): ``(ph, pw)`` of the model's patches,
+            and ``model_name`` its name: ``TLAlignClassifier`` builds its
+            preprocessor with them, so that augments that follow the token
+            grid (``TLTokenCutMix``) are built with the model's patch size.
     """
 
     def __init__(self,
@@ -63,7 +64,9 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                  to_rgb: bool = False,
                  to_onehot: bool = False,
                  num_classes: Optional[int] = None,
-                 batch_augments: Optional[dict] = None):
+                 batch_augments: Optional[dict] = None,
+                 patch_size: Optional[Tuple[int, int]] = None,
+                 model_name: Optional[str] = None):
         super().__init__(
             mean=mean,
             std=std,
@@ -80,7 +83,9 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                     'TLAlignDataPreprocessor: batch_augments must be a dict '
                     "like dict(augments=[dict(type='TLCutMix', alpha=1.0)], "
                     f'probs=None), got {type(batch_augments).__name__}')
-            self.batch_augments = TLRandomBatchAugment(**batch_augments)
+            self.batch_augments = TLRandomBatchAugment(
+                **batch_augments, patch_size=patch_size,
+                model_name=model_name)
             if not self.to_onehot:
                 from mmengine.logging import MMLogger
                 MMLogger.get_current_instance().info(
@@ -90,33 +95,28 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                 self.to_onehot = True
 
     def forward(self, data: dict, training: bool = False) -> dict:
-        """Pre-process with :class:`ClsDataPreprocessor`, which mixes with
-        :class:`TLRandomBatchAugment`; in training, also attach the mix's
-        record to the data samples.
+        """Pre-process with :class:`ClsDataPreprocessor`; in training, mix
+        with :class:`TLRandomBatchAugment` and return the record as
+        ``mix``.
 
         Args:
             data (dict): data sampled from dataloader.
             training (bool): Whether to enable training time augmentation.
 
         Returns:
-            dict: Data in the same format as the model input.
+            dict: ``inputs``, ``data_samples`` and, for a mixed training
+            batch, ``mix``.
         """
-        data = super().forward(data, training=training)
-        if not training or self.batch_augments is None:
+        mixing = training and self.batch_augments is not None
+        # ClsDataPreprocessor's normalisation, padding and one-hot scores,
+        # without its mixing: it would not hand the record back.
+        data = super().forward(data, training=training and not mixing)
+        samples = data['data_samples']
+        if not mixing or not samples or 'gt_score' not in samples[0]:
             return data
-        # ClsDataPreprocessor mixed the batch (one pass, one gt_score per
-        # sample) if it had scores to mix; the record waits on the augment.
-        taken = self.batch_augments.take_record()
-        if taken is None:
-            return data
-        record, scores = taken
-        # One unbind per field (not a select per sample and field).
-        rows = zip(data['data_samples'], record.pixel_weights.unbind(0),
-                   record.source_targets(scores.float()).unbind(0),
-                   record.cls_weights.unbind(0))
-        for sample, pixel_weights, targets, cls_weights in rows:
-            sample.set_field(pixel_weights, 'mix_pixel_weights')
-            sample.set_field(targets, 'mix_targets')
-            sample.set_field(cls_weights, 'mix_cls_weights')
-            sample.set_field(record.mode, 'mix_mode', field_type='metainfo')
-        return data
+        scores = torch.stack([s.gt_score for s in samples]).float()
+        inputs, mixed, record = self.batch_augments.mix_with_record(
+            data['inputs'], scores)
+        for sample, score in zip(samples, mixed):
+            sample.set_gt_score(score)
+        return dict(data, inputs=inputs, mix=record.with_targets(scores))

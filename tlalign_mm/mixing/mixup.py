@@ -23,7 +23,7 @@ class TLMixup(Mixup):
 
     The record has two sources: every pixel has weight ``lam`` for source 0
     and ``1 - lam`` for source 1 (``source_index[:, 1]`` is the permutation
-    ``index``); ``cls_weights`` is ``(lam, 1 - lam)``.
+    ``index``); ``area_share`` is ``(lam, 1 - lam)``.
 
     Args:
         alpha (float): Parameter of the Beta distribution, see :class:`Mixup`.

@@ -17,9 +17,10 @@ Two ways to draw the box (``box_units``):
 Both give patches wholly from one source, and ``lam`` is the exact share of
 pixels kept from the first source.
 
-The patch size is the model's: :func:`bind_patch_size` (called by
-``TLAlignClassifier``) sets it from the backbone's patch embedding, or
-raises when one given in the config disagrees (a patch-4 model with 16-pixel
+The patch size is the model's: ``TLAlignClassifier`` builds its data
+preprocessor with the backbone's patch size, which fills it into the
+augment's config (:func:`with_model_patch_size`), or raises when one given
+in the config disagrees (a patch-4 model with 16-pixel
 cells would only ever swap whole 4x4 groups of its tokens).
 """
 from typing import List, Optional, Tuple
@@ -64,46 +65,40 @@ def token_box(grid_hw: Tuple[int, int],
     return y1, y2, x1, x2
 
 
-def bind_patch_size(batch_augments, size: Optional[Tuple[int, int]],
-                    name: str) -> None:
-    """Give every :class:`TLTokenCutMix` in ``batch_augments`` the model's
-    patch size, or raise if one was configured with another.
+def with_model_patch_size(cfg: dict, size: Optional[Tuple[int, int]],
+                          name: str) -> dict:
+    """A :class:`TLTokenCutMix` config with the model's patch size: filled
+    in where the config has none, checked where it has one.
 
     Args:
-        batch_augments: a ``RandomBatchAugment`` (its ``augments``), or None.
+        cfg (dict): the augment's config.
         size (tuple, optional): ``(ph, pw)`` of the model's patch embedding
-            (its tracer's ``patch_size``), ``None`` when unknown.
+            (its recorder's ``patch_size``), ``None`` when unknown.
         name (str): the model's name, for messages.
 
     Raises:
         ValueError: when a configured ``patch_size`` differs from the
-            model's, or the model's is unknown or not square and the augment
+            model's, or the model's is unknown or not square and the config
             has none.
     """
-    augments = [a for a in getattr(batch_augments, 'augments', None) or []
-                if isinstance(a, TLTokenCutMix)]
-    if not augments:
-        return
-    for aug in augments:
-        if size is None:
-            if aug.patch_size is None:
-                raise ValueError(
-                    f'TLTokenCutMix cannot find the patch size of {name} '
-                    '(no patch embedding with a `projection` convolution or '
-                    'a `patch_size`): give it `patch_size` in the config.')
-            continue
-        if size[0] != size[1]:
+    given = cfg.get('patch_size')
+    if size is None:
+        if given is None:
             raise ValueError(
-                f'TLTokenCutMix needs square patches; {name} has {size}.')
-        if aug.patch_size is None:
-            aug.patch_size = size[0]
-        elif aug.patch_size != size[0]:
-            raise ValueError(
-                f'TLTokenCutMix(patch_size={aug.patch_size}) does not match '
-                f'the {size[0]}x{size[0]} patches of {name}: its boxes would '
-                'not follow the token grid. Remove `patch_size` from the '
-                'augment (it then takes the model\'s) or set it to '
-                f'{size[0]}.')
+                f'TLTokenCutMix cannot find the patch size of {name} (no '
+                'patch embedding with a `projection` convolution or a '
+                '`patch_size`): give it `patch_size` in the config.')
+        return cfg
+    if size[0] != size[1]:
+        raise ValueError(
+            f'TLTokenCutMix needs square patches; {name} has {size}.')
+    if given is not None and given != size[0]:
+        raise ValueError(
+            f'TLTokenCutMix(patch_size={given}) does not match the '
+            f'{size[0]}x{size[0]} patches of {name}: its boxes would not '
+            'follow the token grid. Remove `patch_size` from the augment (it '
+            f"then takes the model's) or set it to {size[0]}.")
+    return dict(cfg, patch_size=size[0])
 
 
 @BATCH_AUGMENTS.register_module()
@@ -134,8 +129,8 @@ class TLTokenCutMix(TLCutMix):
         cutmix_minmax (List[float], optional): Min/max box side ratio, see
             :class:`CutMix` (``'pixels'`` only). Defaults to None.
         patch_size (int, optional): Side of a patch in pixels. Defaults to
-            None: ``TLAlignClassifier`` sets the model's. A value that
-            differs from the model's is an error.
+            None: ``TLAlignClassifier`` builds the augment with the model's.
+            A value that differs from the model's is an error.
         box_units (str): ``'pixels'`` or ``'tokens'``, see above. Defaults to
             ``'pixels'``.
     """
@@ -186,7 +181,7 @@ class TLTokenCutMix(TLCutMix):
         if self.patch_size is None:
             raise ValueError(
                 'TLTokenCutMix(patch_size=None) takes the patch size of the '
-                'model, which TLAlignClassifier sets when it is built; '
+                'model, which TLAlignClassifier builds it with; '
                 'outside it, give `patch_size`.')
         img_h, img_w = int(img_shape[0]), int(img_shape[1])
         p = self.patch_size

@@ -6,8 +6,11 @@ from typing import Callable, Optional, Tuple, Union
 import numpy as np
 import torch
 from mmpretrain.models.utils.batch_augments import RandomBatchAugment
+from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
+
+from .token_cutmix import TLTokenCutMix, with_model_patch_size
 
 # mmpretrain augmentation -> its recording variant in this package.
 _TL_VARIANTS = {'CutMix': 'TLCutMix', 'Mixup': 'TLMixup'}
@@ -47,6 +50,12 @@ class TLRandomBatchAugment(RandomBatchAugment):
         probs (float | List[float] | None): The probability of each augment.
             If None, choose evenly (never "no mixing"). The list is copied,
             not extended in place as mmpretrain does.
+        patch_size (tuple, optional): ``(ph, pw)`` of the model's patches
+            (``None``: unknown).
+        model_name (str, optional): the model's name. When given (by
+            ``TLAlignClassifier``), ``TLTokenCutMix`` configs are built with
+            the model's ``patch_size``
+            (:func:`~.token_cutmix.with_model_patch_size`).
 
     Raises:
         TypeError: If an augment has no ``mix_with_record``.
@@ -55,8 +64,17 @@ class TLRandomBatchAugment(RandomBatchAugment):
             most 1).
     """
 
-    def __init__(self, augments: Union[Callable, dict, list], probs=None):
-        count = len(augments) if isinstance(augments, (list, tuple)) else 1
+    def __init__(self, augments: Union[Callable, dict, list], probs=None,
+                 patch_size: Optional[Tuple[int, int]] = None,
+                 model_name: Optional[str] = None):
+        if not isinstance(augments, (list, tuple)):
+            augments = [augments]
+        augments = [
+            with_model_patch_size(aug, patch_size, model_name)
+            if model_name is not None and _builds_token_cutmix(aug) else aug
+            for aug in augments
+        ]
+        count = len(augments)
         if count == 0:
             raise ValueError('TLRandomBatchAugment: augments is empty; give '
                              'at least one, e.g. [dict(type=\'TLCutMix\', '
@@ -107,17 +125,17 @@ class TLRandomBatchAugment(RandomBatchAugment):
     def __call__(self, batch_input: torch.Tensor,
                  batch_score: torch.Tensor
                  ) -> Tuple[torch.Tensor, torch.Tensor]:
-        """mmpretrain's interface: the (mixed) inputs and scores. The record
-        of the call waits in :meth:`take_record` (``ClsDataPreprocessor``
-        calls this, and ``TLAlignDataPreprocessor`` takes the record right
-        after)."""
-        inputs, scores, record = self.mix_with_record(batch_input,
-                                                      batch_score)
-        self._last = (record, batch_score)
+        """mmpretrain's interface: the (mixed) inputs and scores, without
+        the record (``TLAlignDataPreprocessor`` calls
+        :meth:`mix_with_record`)."""
+        inputs, scores, _ = self.mix_with_record(batch_input, batch_score)
         return inputs, scores
 
-    def take_record(self) -> Optional[Tuple[MixRecord, torch.Tensor]]:
-        """The record of the last call and the unmixed ``(N, num_classes)``
-        scores it mixed, handed over once; ``None`` if there is none."""
-        last, self._last = getattr(self, '_last', None), None
-        return last
+
+def _builds_token_cutmix(cfg) -> bool:
+    """Whether ``cfg`` is the config of a :class:`TLTokenCutMix`."""
+    if not isinstance(cfg, dict):
+        return False
+    cls = cfg.get('type')
+    cls = BATCH_AUGMENTS.get(cls) if isinstance(cls, str) else cls
+    return isinstance(cls, type) and issubclass(cls, TLTokenCutMix)

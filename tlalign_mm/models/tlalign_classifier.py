@@ -8,18 +8,18 @@ from mmpretrain.models import ImageClassifier
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
-from tlalign_mm.mixing.token_cutmix import bind_patch_size
+from tlalign_mm.core import MixRecord
+from tlalign_mm.core.label_drift import label_drift
 
-from .tlalign_backbone import tlalign_backbone_cfg
-from .traced_forward import traced_forward
-from .tracers import get_tracer
+from .aligned_forward import aligned_forward
+from .recorders import get_recorder, start_recording
+from .tlalign_backbone import split_tlalign_backbone_cfg
 from .transmix import (
     check_transmix_backbone,
     check_transmix_cfg,
     transmix_target,
 )
 
-_FIELDS = ('mix_pixel_weights', 'mix_targets', 'mix_cls_weights')
 TARGETS = ('tlalign', 'transmix', 'cutmix')
 
 
@@ -28,14 +28,16 @@ class TLAlignClassifier(ImageClassifier):
     """Image classifier whose training target is the TL-Align label (or,
     with ``target``, the CutMix or TransMix target).
 
-    In training, the mixing record that ``TLAlignDataPreprocessor`` attached
-    to each data sample goes with the images through the backbone's traced
-    forward (:func:`~tlalign_mm.models.traced_forward`), which aligns the
-    token labels during the forward pass; the aligned label (expanded from
-    source weights to classes) replaces the mixed ``gt_score`` before the
-    head's loss, so label smoothing and the rest of the configured loss apply
-    on top.
-    ``predict``, ``val`` and ``test`` are ``ImageClassifier``'s, unchanged.
+    One training step, by calls: the data preprocessor
+    (``TLAlignDataPreprocessor``) mixes the batch and returns its
+    :class:`~tlalign_mm.core.MixRecord` as ``mix``; mmengine passes it to
+    :meth:`forward`, which passes it to :meth:`loss`; the loss runs the
+    backbone's forward recorded and aligns the labels
+    (:func:`~tlalign_mm.models.aligned_forward`), and the aligned label
+    (expanded from source weights to classes) is the ``gt_score`` of the
+    head's loss, so label smoothing and the rest of the configured loss
+    apply on top. ``predict``, ``val`` and ``test`` are
+    ``ImageClassifier``'s, unchanged.
 
     A config that turns a plain mmpretrain recipe into its TL-Align twin only
     changes the model type and the batch augmentations to their recording
@@ -44,14 +46,15 @@ class TLAlignClassifier(ImageClassifier):
     recipe, so one config line compares CutMix, TransMix and TL-Align.
 
     Args:
-        backbone (dict): a ``TLAlignBackbone`` config, or a plain backbone
-            config, which is built as ``TLAlignBackbone(**align_cfg)``.
-            Either way ``self.backbone`` is the plain backbone module.
-        align_cfg (dict, optional): the alignment options when ``backbone``
-            is plain (``align_layers``, ``residual_norm``,
-            ``follow_drop_path``; see ``TLAlignBackbone``).
+        backbone (dict): a plain backbone config, or a ``TLAlignBackbone``
+            config (whose alignment options then apply). Either way
+            ``self.backbone`` is the plain backbone module.
+        align_cfg (dict, optional): the alignment options (``align_layers``,
+            ``residual_norm``, ``follow_drop_path``; see
+            :func:`tlalign_mm.core.align`).
         data_preprocessor (dict, optional): defaults to type
-            ``TLAlignDataPreprocessor``, which records how pixels were mixed.
+            ``TLAlignDataPreprocessor``; it is built with the backbone's
+            patch size (for ``TLTokenCutMix``).
         target (str): the training target of a mixed batch.
 
             - ``'tlalign'`` (default): the aligned label of what the head
@@ -62,21 +65,20 @@ class TLAlignClassifier(ImageClassifier):
               the class token's last-block attention on the patch tokens
               (:mod:`tlalign_mm.core.transmix`). Mixup and unmixed samples
               keep the area target. Needs a class-token ViT/DeiT.
-            - ``'cutmix'``: the mixed target itself, ``mix_cls_weights @
-              mix_targets`` (each source's area ratio), no alignment: the
-              model trains exactly as an ``ImageClassifier`` with the
-              corresponding mmpretrain augmentations.
+            - ``'cutmix'``: the mixed target itself, ``area_share @
+              targets``, no alignment: the model trains exactly as an
+              ``ImageClassifier`` with the corresponding mmpretrain
+              augmentations.
         transmix_cfg (dict, optional): ``mask='nearest'`` (default,
             TransMix's own: a patch is in the box when its top-left pixel
             is) or ``'fractional'`` (by the share of its pixels), see
             :func:`~tlalign_mm.models.transmix.transmix_target`.
         **kwargs: as :class:`mmpretrain.models.ImageClassifier`.
 
-    Attributes:
-        last_label_weights (tuple[Tensor, Tensor]): after a training step
-            with the ``'tlalign'`` or ``'transmix'`` target, that batch's
-            target and area (CutMix) label as ``(B, S)`` source weights,
-            detached, on the model's device.
+    With the ``'tlalign'`` and ``'transmix'`` targets the loss dict also
+    holds the batch's label drift (``label_drift/*``, see
+    :func:`~tlalign_mm.core.label_drift.label_drift`), which mmengine
+    logs and ``LabelDriftHook`` sums per epoch.
     """
 
     def __init__(self,
@@ -86,63 +88,84 @@ class TLAlignClassifier(ImageClassifier):
                  data_preprocessor: Optional[dict] = None,
                  target: str = 'tlalign',
                  transmix_cfg: Optional[dict] = None,
+                 train_cfg: Optional[dict] = None,
                  **kwargs):
         if target not in TARGETS:
             raise ValueError(
                 f'TLAlignClassifier target must be one of {TARGETS}, got '
                 f'{target!r}.')
-        backbone = tlalign_backbone_cfg(backbone, **(align_cfg or {}))
+        backbone, align_cfg = split_tlalign_backbone_cfg(backbone, align_cfg)
+        backbone = MODELS.build(dict(type='TLAlignBackbone',
+                                     backbone=backbone, **align_cfg))
         if isinstance(data_preprocessor, dict) or data_preprocessor is None:
             data_preprocessor = dict(data_preprocessor or {})
             data_preprocessor.setdefault('type', 'TLAlignDataPreprocessor')
-        super().__init__(
-            backbone, *args, data_preprocessor=data_preprocessor, **kwargs)
+            data_preprocessor.setdefault('batch_augments', train_cfg)
+            if _takes_patch_size(data_preprocessor['type']):
+                data_preprocessor.setdefault(
+                    'patch_size', get_recorder(backbone).patch_size(backbone))
+                data_preprocessor.setdefault('model_name',
+                                             type(backbone).__name__)
+        super().__init__(backbone, *args, data_preprocessor=data_preprocessor,
+                         **kwargs)
         self.target = target
+        self.align_cfg = align_cfg
         self.transmix_cfg = check_transmix_cfg(transmix_cfg)
-        # token CutMix follows the model's patch grid (or fails on another)
-        bind_patch_size(getattr(self.data_preprocessor, 'batch_augments',
-                                None),
-                        get_tracer(self.backbone).patch_size(self.backbone),
-                        type(self.backbone).__name__)
         if target == 'transmix':
             check_transmix_backbone(self.backbone)
+        # The hooks that record the backbone's forward in loss(); installed
+        # once, as torch.compile breaks the graph on registering hooks.
+        self.recording = start_recording(self.backbone)
 
-    def loss(self, inputs: torch.Tensor,
-             data_samples: List[DataSample]) -> dict:
+    def forward(self, inputs: torch.Tensor,
+                data_samples: Optional[List[DataSample]] = None,
+                mode: str = 'tensor', mix: Optional[MixRecord] = None):
+        """``ImageClassifier.forward``, and ``mix`` (the data preprocessor's
+        record of a mixed training batch) goes to :meth:`loss`."""
+        if mode == 'loss':
+            return self.loss(inputs, data_samples, mix)
+        return super().forward(inputs, data_samples, mode)
+
+    def loss(self, inputs: torch.Tensor, data_samples: List[DataSample],
+             mix: Optional[MixRecord] = None) -> dict:
         if self.target == 'cutmix':
             # The mixed gt_score the data preprocessor set is the area
-            # target (mix_cls_weights @ mix_targets): ImageClassifier's loss.
+            # target (area_share @ targets): ImageClassifier's loss.
             return super().loss(inputs, data_samples)
-        missing = [f for f in _FIELDS if f not in data_samples[0]]
-        if missing:
+        if mix is None or mix.targets is None:
             raise ValueError(
-                f'TLAlignClassifier needs the mixing record {missing} on its '
-                'data samples. Use data_preprocessor=dict(type='
+                'TLAlignClassifier needs the batch\'s mix record (the `mix` '
+                'that TLAlignDataPreprocessor returns with a mixed training '
+                "batch). Use data_preprocessor=dict(type="
                 "'TLAlignDataPreprocessor', batch_augments=dict(augments="
-                "[dict(type='TLCutMix', alpha=1.0), ...])).")
-        pixel_weights = torch.stack(
-            [s.mix_pixel_weights for s in data_samples])
-        targets = torch.stack([s.mix_targets for s in data_samples]).float()
-        cls_weights = torch.stack([s.mix_cls_weights for s in data_samples])
+                "[dict(type='TLCutMix', alpha=1.0), ...])) and call "
+                "model(**data, mode='loss').")
+        targets = mix.targets.float()
         num_classes = getattr(self.head, 'num_classes', targets.shape[-1])
         if targets.shape[-1] != num_classes:
             raise ValueError(
                 f'The mixing targets have {targets.shape[-1]} classes but the '
                 f'head has num_classes={num_classes}: set the same '
                 'num_classes in data_preprocessor and head.')
-
         if self.target == 'transmix':
-            traced = transmix_target(self.backbone, inputs, pixel_weights,
-                                     cls_weights, data_samples,
-                                     **self.transmix_cfg)
+            aligned = transmix_target(self.backbone, inputs, mix,
+                                      recording=self.recording,
+                                      **self.transmix_cfg)
         else:
-            traced = traced_forward(self.backbone, inputs, pixel_weights,
-                                    cls_weights)
-        # The batch's (aligned, area) (B, S) source weights, left on the
-        # device, for monitoring (LabelDriftHook). Neither carries a
-        # gradient (labels are computed without one), so nothing to detach.
-        self.last_label_weights = (traced.weights, cls_weights)
-        feats = self.neck(traced.feats) if self.with_neck else traced.feats
-        for sample, score in zip(data_samples, traced.expand(targets)):
+            aligned = aligned_forward(self.backbone, inputs,
+                                      mix.pixel_weights, mix.area_share,
+                                      recording=self.recording,
+                                      **self.align_cfg)
+        feats = self.neck(aligned.feats) if self.with_neck else aligned.feats
+        for sample, score in zip(data_samples, aligned.expand(targets)):
             sample.set_gt_score(score)
-        return self.head.loss(feats, data_samples)
+        losses = self.head.loss(feats, data_samples)
+        losses.update(label_drift(aligned.weights, mix.area_share))
+        return losses
+
+
+def _takes_patch_size(preprocessor_type) -> bool:
+    from tlalign_mm.mixing import TLAlignDataPreprocessor
+    cls = MODELS.get(preprocessor_type) if isinstance(
+        preprocessor_type, str) else preprocessor_type
+    return isinstance(cls, type) and issubclass(cls, TLAlignDataPreprocessor)

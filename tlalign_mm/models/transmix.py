@@ -1,26 +1,26 @@
-"""TransMix (Chen et al., CVPR 2022) on the tracer's machinery: the target
+"""TransMix (Chen et al., CVPR 2022) from a recorded forward: the target
 mode ``TLAlignClassifier(target='transmix')``.
 
 The ratio itself (pure torch) is :mod:`tlalign_mm.core.transmix`; this module
 gets its input, the class token's last-block attention over the patch
 labels, from the backbone's own forward.
 """
-from typing import List
+from typing import Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from mmpretrain.models.backbones import VisionTransformer
-from mmpretrain.structures import DataSample
 
+from tlalign_mm.core import MixRecord
 from tlalign_mm.core.transmix import (
     TOKEN_MASKS,
     nearest_pixel_weights,
     transmix_lambda_from_weighted,
 )
 
-from .traced_forward import TracedOutput, traced_forward
-from .tracers import get_tracer
+from .aligned_forward import AlignedOutput, aligned_forward
+from .recorders import Recording, get_recorder
 
 
 def check_transmix_backbone(backbone: nn.Module) -> None:
@@ -55,12 +55,14 @@ def check_transmix_cfg(transmix_cfg: dict) -> dict:
 
 
 def transmix_forward(backbone: nn.Module, images: torch.Tensor,
-                     pixel_weights: torch.Tensor) -> TracedOutput:
+                     pixel_weights: torch.Tensor,
+                     recording: Optional[Recording] = None
+                     ) -> AlignedOutput:
     """The backbone's forward plus ``sum_p a_p y_p``, ``(B, S)``: the patch
     tokens' source weights ``y_p`` weighted by the class token's last-block
     attention ``a_p`` (softmax before dropout, averaged over heads).
 
-    Exact and in the same forward, with the tracer's own machinery: the
+    Exact and in the same forward, by the rule's own loop: the
     labels get one extra source that only the class (and distillation)
     token holds (no pixel has it), and only the last block moves labels,
     without the residual average (``Y <- Ā Y``) and regardless of drop-path.
@@ -73,9 +75,11 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
             ``'cls_token'``).
         images (Tensor): ``(B, 3, H, W)`` mixed images.
         pixel_weights (Tensor): ``(B, S, H, W)``.
+        recording (Recording, optional): see
+            :func:`~tlalign_mm.models.aligned_forward`.
 
     Returns:
-        TracedOutput: ``feats`` as the backbone's forward; ``weights`` the
+        AlignedOutput: ``feats`` as the backbone's forward; ``weights`` the
         ``(B, S)`` attention-weighted patch labels (not normalised).
     """
     check_transmix_backbone(backbone)
@@ -84,9 +88,9 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
     pixel_weights = F.pad(pixel_weights.detach().float(), (0, 0, 0, 0, 0, 1))
     own = F.one_hot(torch.full((B, ), S, device=pixel_weights.device),
                     S + 1).float()
-    traced = traced_forward(backbone, images, pixel_weights, own,
-                            align_layers='last', residual_norm=False,
-                            follow_drop_path=False)
+    traced = aligned_forward(backbone, images, pixel_weights, own,
+                             align_layers='last', residual_norm=False,
+                             follow_drop_path=False, recording=recording)
     return traced._replace(weights=traced.weights[:, :S])
 
 
@@ -94,60 +98,56 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
 TRANSMIX_MODES = ('cutmix', 'tokencutmix')
 
 
-def transmix_applies(data_samples: List[DataSample]) -> torch.Tensor:
-    """``(B,)`` bool: samples of a CutMix (or token CutMix) batch, those
-    TransMix applies to. Mixup, patch/block-mixed and unmixed samples keep
-    the area target."""
-    return torch.tensor([
-        s.get('mix_mode', None) in TRANSMIX_MODES
-        and s.mix_pixel_weights.shape[0] > 1 for s in data_samples
-    ])
+def transmix_applies(mix: MixRecord) -> bool:
+    """Whether TransMix applies to a batch: one mixed by CutMix (or token
+    CutMix). Mixup, patch/block-mixed and unmixed batches keep the area
+    target."""
+    return mix.mode in TRANSMIX_MODES and mix.num_sources > 1
 
 
 def transmix_target(backbone: nn.Module, images: torch.Tensor,
-                    pixel_weights: torch.Tensor, cls_weights: torch.Tensor,
-                    data_samples: List[DataSample],
-                    mask: str = 'nearest') -> TracedOutput:
+                    mix: MixRecord, mask: str = 'nearest',
+                    recording: Optional[Recording] = None) -> AlignedOutput:
     """The backbone's forward and TransMix's ``(B, S)`` source weights.
 
     ``lam = (lam_area + lam_attn) / 2`` (:mod:`tlalign_mm.core.transmix`)
-    for the samples of a CutMix or token CutMix batch; every other sample
-    keeps ``cls_weights``.
+    for a CutMix or token CutMix batch; any other batch keeps
+    ``mix.area_share``.
 
     Args:
         backbone (nn.Module): the plain class-token ViT/DeiT.
         images (Tensor): ``(B, 3, H, W)`` mixed images.
-        pixel_weights (Tensor): ``(B, S, H, W)``.
-        cls_weights (Tensor): ``(B, S)`` the record's area weights.
-        data_samples (List[DataSample]): carry each sample's ``mix_mode``.
+        mix (MixRecord): how they were mixed.
         mask (str): ``'nearest'`` (TransMix's definition: a patch is in the
             box when its top-left pixel is; ``lam_area`` is the pixel
             share) or ``'fractional'`` (each patch by the share of its
-            pixels; ``lam_area`` is ``cls_weights``).
+            pixels; ``lam_area`` is ``mix.area_share``).
+        recording (Recording, optional): see
+            :func:`~tlalign_mm.models.aligned_forward`.
 
     Returns:
-        TracedOutput: ``feats`` as the backbone's forward; ``weights`` the
+        AlignedOutput: ``feats`` as the backbone's forward; ``weights`` the
         ``(B, S)`` target weights.
     """
-    cls_weights = cls_weights.float()
+    area_share = mix.area_share.float()
+    pixel_weights = mix.pixel_weights.detach().float()
     if mask == 'nearest':
-        patch_size = get_tracer(backbone).patch_size(backbone)
+        patch_size = get_recorder(backbone).patch_size(backbone)
         if patch_size is None:
             raise ValueError(
                 "TransMix's nearest token mask needs the patch size of "
                 f'{type(backbone).__name__}, which has no patch embedding '
                 "with a `projection` convolution; use transmix_cfg=dict("
                 "mask='fractional').")
-        pixel_weights = pixel_weights.detach().float()
         # the clipped box's area (TransMix's lam0), not the token mask's
         area = pixel_weights.mean((2, 3))
         pixel_weights = nearest_pixel_weights(pixel_weights, patch_size)
     elif mask == 'fractional':
-        area = cls_weights
+        area = area_share
     else:
         raise ValueError(f'mask must be one of {TOKEN_MASKS}, got {mask!r}.')
-    traced = transmix_forward(backbone, images, pixel_weights)
-    lam = transmix_lambda_from_weighted(traced.weights, area)
-    applies = transmix_applies(data_samples).to(lam.device)
-    return traced._replace(weights=torch.where(applies[:, None], lam,
-                                               cls_weights))
+    traced = transmix_forward(backbone, images, pixel_weights, recording)
+    if not transmix_applies(mix):
+        return traced._replace(weights=area_share)
+    return traced._replace(
+        weights=transmix_lambda_from_weighted(traced.weights, area))

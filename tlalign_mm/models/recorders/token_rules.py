@@ -1,30 +1,19 @@
 """How a module that makes tokens makes their labels: one rule per module
-type.
+type. A token made from a window of positions (a patch embedding's conv,
+patch merging's unfold, SPT's five shifted windows) gets the mean label of
+the real positions its window reads (padding carries no mass).
 
-A token made from a window of positions (a patch embedding's convolution,
-patch merging's unfold, the five shifted windows of Shifted Patch
-Tokenization) gets the mean label of the positions its window reads;
-positions that are padding carry no mass. Patch merging's "sum the merged
-labels, then renormalise" is this mean.
-
-Rules are looked up by the module's class, walking its MRO, so a subclass is
-covered by its base's rule without registering anything. Classes are named
-by import path, so looking a rule up never imports an optional library
-(mmdet, timm). To support a new token-making module, register its rule:
-
-.. code-block:: python
-
-    @register_token_rule('my_pkg.layers.MyPatchEmbed')
-    def my_labels(module, label_map):  # (B, S, H, W) -> (B, N, S)
-        ...
+Rules are looked up along the module's MRO by import path (subclasses are
+covered; no optional library is imported to look). A new token-making
+module: ``@register_token_rule('my_pkg.MyEmbed')`` on ``rule(module,
+label_map)``, ``(B, S, H, W) -> (B, N, S)``.
 """
-from types import SimpleNamespace
 from typing import Callable, Dict, Optional, Tuple
 
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core import flatten_label_map, window_mean
+from tlalign_mm.core.token_labels import window_labels
 
 from ..spt_lsa.spt import spt_token_labels
 
@@ -58,11 +47,6 @@ def token_rule(module: nn.Module) -> Optional[TokenRule]:
     return None
 
 
-def makes_tokens(module: nn.Module) -> bool:
-    """Whether ``module`` is a token-making module with a label rule."""
-    return token_rule(module) is not None
-
-
 def token_labels(module: nn.Module, label_map: torch.Tensor) -> torch.Tensor:
     """``(B, S, H, W)`` labels of ``module``'s input positions ->
     ``(B, N, S)`` labels of the tokens it makes, in their order."""
@@ -73,7 +57,7 @@ def token_labels(module: nn.Module, label_map: torch.Tensor) -> torch.Tensor:
             f'TL-Align has no label rule for the tokens of '
             f'{_qualname(type(module))}. Modules with a rule (and their '
             f'subclasses): {known}. Register one with '
-            'tlalign_mm.models.tracers.token_rules.register_token_rule.')
+            'tlalign_mm.models.recorders.token_rules.register_token_rule.')
     return rule(module, label_map)
 
 
@@ -100,23 +84,6 @@ def _adaptive_pre_pad(adaptive: Optional[nn.Module], hw) -> Optional[tuple]:
     return (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2)
 
 
-def window_labels(window: nn.Module, adaptive: Optional[nn.Module],
-                  label_map: torch.Tensor) -> torch.Tensor:
-    """Mean label under every window of ``window`` (a conv, or an
-    ``nn.Unfold``: anything with ``kernel_size``, ``stride``, ``padding``,
-    ``dilation``) after ``adaptive`` padding. ``(B, S, H, W)`` ->
-    ``(B, h*w, S)``."""
-    if isinstance(window.padding, str):
-        raise NotImplementedError(
-            f'String padding {window.padding!r} in a token-making '
-            f'{type(window).__name__} is not supported by TL-Align; use an '
-            'integer padding.')
-    return flatten_label_map(
-        window_mean(label_map, window.kernel_size, window.stride,
-                    window.padding, window.dilation,
-                    _adaptive_pre_pad(adaptive, label_map.shape[-2:])))
-
-
 @register_token_rule('mmcv.cnn.bricks.transformer.PatchEmbed',
                      'mmdet.models.layers.transformer.utils.PatchEmbed')
 def conv_embed_labels(embed: nn.Module,
@@ -127,7 +94,8 @@ def conv_embed_labels(embed: nn.Module,
     positions. Overlapping windows (PVT v2) included."""
     adaptive = getattr(embed, 'adaptive_padding', None) or getattr(
         embed, 'adap_padding', None)
-    return window_labels(embed.projection, adaptive, label_map)
+    return window_labels(embed.projection, label_map,
+                         _adaptive_pre_pad(adaptive, label_map.shape[-2:]))
 
 
 @register_token_rule('mmcv.cnn.bricks.transformer.PatchMerging')
@@ -136,17 +104,11 @@ def patch_merging_labels(merging: nn.Module,
     """mmcv's ``PatchMerging``: a merged token's label is the mean label of
     the tokens its ``nn.Unfold`` window gathers (their sum, renormalised),
     the adaptive padding carrying no mass."""
-    return window_labels(merging.sampler, merging.adaptive_padding,
-                         label_map)
+    return window_labels(
+        merging.sampler, label_map,
+        _adaptive_pre_pad(merging.adaptive_padding, label_map.shape[-2:]))
 
 
 register_token_rule(
     'tlalign_mm.models.spt_lsa.spt.ShiftedPatchTokenization')(
         spt_token_labels)
-
-
-def as_conv_window(kernel_size, stride, padding=0, dilation=1):
-    """A stand-in with a conv's window geometry, for rules of modules that
-    cut windows without a conv attribute."""
-    return SimpleNamespace(kernel_size=kernel_size, stride=stride,
-                           padding=padding, dilation=dilation)

@@ -1,11 +1,11 @@
 """The public entry point: ``tlalign_mm.align_labels``."""
-from typing import List, Optional, Tuple, Union
+from typing import Iterable, List, Optional, Tuple, Union
 
 import torch
 import torch.nn as nn
 
-from .traced_forward import check_mix_shapes, traced_forward
-from .tracers import get_tracer
+from .aligned_forward import aligned_forward, check_mix_shapes
+from .recorders import get_recorder
 
 
 def _check_distributions(name: str, x: torch.Tensor, dim: int) -> None:
@@ -24,23 +24,23 @@ def _check_distributions(name: str, x: torch.Tensor, dim: int) -> None:
 
 def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
                        pixel_weights: torch.Tensor, targets: torch.Tensor,
-                       cls_weights: Optional[torch.Tensor]) -> torch.Tensor:
+                       area_share: Optional[torch.Tensor]) -> torch.Tensor:
     """Every check of user-given inputs, before the forward: shapes, image
     channels, and the values of the mixing record and targets (these read
     tensor values, so they make a GPU wait; the training step, whose
     records the batch augments make, checks shapes only). Returns
-    ``cls_weights``, the area shares where not given."""
+    ``area_share``, the area shares where not given."""
     if images.dim() != 4:
         raise ValueError(f'images must be (B, C, H, W), got '
                          f'{images.dim()}-D {tuple(images.shape)}.')
-    channels = get_tracer(backbone).input_channels(backbone)
+    channels = get_recorder(backbone).input_channels(backbone)
     if channels is not None and images.shape[1] != channels:
         raise ValueError(
             f'images have {images.shape[1]} channels but the backbone\'s '
             f'patch embedding takes {channels}.')
-    # the shapes the training step checks too (pixel_weights, cls_weights)
-    given = cls_weights is not None
-    cls_weights = check_mix_shapes(images, pixel_weights, cls_weights)
+    # the shapes the training step checks too (pixel_weights, area_share)
+    given = area_share is not None
+    area_share = check_mix_shapes(images, pixel_weights, area_share)
     if targets.dim() != 3 or targets.shape[:2] != pixel_weights.shape[:2]:
         raise ValueError(
             f'targets must be (B, S, C) with (B, S) = '
@@ -51,9 +51,9 @@ def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
     _check_distributions('targets (each source\'s label distribution)',
                          targets.detach().float(), -1)
     if given:
-        _check_distributions('cls_weights (the class token\'s share of each '
-                             'source)', cls_weights, 1)
-    return cls_weights
+        _check_distributions('area_share (the class token\'s share of each '
+                             'source)', area_share, 1)
+    return area_share
 
 
 @torch.no_grad()
@@ -62,8 +62,11 @@ def align_labels(
     images: torch.Tensor,
     pixel_weights: torch.Tensor,
     targets: torch.Tensor,
-    cls_weights: Optional[torch.Tensor] = None,
+    area_share: Optional[torch.Tensor] = None,
     return_token_labels: bool = False,
+    align_layers: Union[str, Iterable[int]] = 'all',
+    residual_norm: bool = True,
+    follow_drop_path: bool = True,
 ) -> Union[torch.Tensor, Tuple[torch.Tensor, List[torch.Tensor]]]:
     """Aligned labels of a mixed batch (TL-Align).
 
@@ -73,27 +76,29 @@ def align_labels(
     names what is wrong.
 
     Args:
-        backbone (nn.Module): a backbone a tracer supports, plain or built
-            by ``TLAlignBackbone`` (whose options then apply).
+        backbone (nn.Module): a backbone a recorder supports.
         images (Tensor): ``(B, C, H, W)`` mixed images.
         pixel_weights (Tensor): ``(B, S, H, W)``, each pixel's share of each
             source; non-negative, summing to 1 over ``S``.
         targets (Tensor): ``(B, S, C)``, each source's label distribution
             (non-negative, summing to 1 over classes).
-        cls_weights (Tensor, optional): ``(B, S)`` initial class-token label;
+        area_share (Tensor, optional): ``(B, S)`` initial class-token label;
             defaults to each source's area share.
         return_token_labels (bool): also return the token labels, as source
             weights ``(B, N_l, S)``, before the first block and after every
             block (expand to classes with ``labels @ targets``).
+        align_layers, residual_norm, follow_drop_path: the rule's options
+            (:func:`tlalign_mm.core.align`).
 
     Returns:
         Tensor: ``(B, C)`` the aligned label of what the model classifies
         from (the class token, or the mean over tokens for pooled models);
         with ``return_token_labels``, a tuple ``(labels, token_labels)``.
     """
-    cls_weights = check_align_inputs(backbone, images, pixel_weights,
-                                     targets, cls_weights)
-    traced = traced_forward(backbone, images, pixel_weights, cls_weights,
-                            keep_history=return_token_labels)
+    area_share = check_align_inputs(backbone, images, pixel_weights,
+                                     targets, area_share)
+    traced = aligned_forward(backbone, images, pixel_weights, area_share,
+                             align_layers, residual_norm, follow_drop_path,
+                             keep_history=return_token_labels)
     labels = traced.expand(targets)
     return (labels, traced.history) if return_token_labels else labels

@@ -1,0 +1,133 @@
+"""One forward pass of a backbone, recorded, and its labels aligned.
+
+Data flows one way: the backbone's own forward runs while hooks record what
+it computes (:mod:`.recorders`); :func:`tlalign_mm.core.align` then applies
+the rule to the records; the family's readout gives the label of what the
+head classifies.
+"""
+from typing import Iterable, NamedTuple, Optional, Union
+
+import torch
+import torch.nn as nn
+
+from tlalign_mm.core import Attention, HeadInput, align
+
+from .recorders import Recording, label_math, start_recording
+
+
+class AlignedOutput(NamedTuple):
+    """Result of :func:`aligned_forward`.
+
+    Attributes:
+        feats: the backbone's own outputs, exactly as its forward returns.
+        weights (Tensor): ``(B, S)`` aligned label, as source weights, of what
+            the model classifies from.
+        history (list[Tensor]): ``(B, N_l, S)`` token labels before the first
+            block and after every block (empty unless requested).
+    """
+    feats: tuple
+    weights: torch.Tensor
+    history: list
+
+    def expand(self, targets: torch.Tensor) -> torch.Tensor:
+        """Aligned labels in class space, ``(B, C)``, from the sources'
+        ``(B, S, C)`` label distributions; float32 even under autocast."""
+        with torch.autocast(targets.device.type, enabled=False):
+            return torch.einsum('bs,bsc->bc', self.weights.float(),
+                                targets.float())
+
+
+def check_mix_shapes(images: torch.Tensor, pixel_weights: torch.Tensor,
+                     area_share: Optional[torch.Tensor]) -> torch.Tensor:
+    """Check the mixing record's shapes against the images; return
+    ``area_share`` as float32 (each source's pixel share when not given).
+
+    Only shapes are checked: that reads no tensor value, so it never makes a
+    GPU wait. The values of a record made by the recording batch augments
+    are right by construction; :func:`tlalign_mm.align_labels`, the entry
+    point for records made by hand, also checks the values.
+    """
+    if pixel_weights.dim() != 4:
+        raise ValueError('pixel_weights must be (B, S, H, W), got shape '
+                         f'{tuple(pixel_weights.shape)}.')
+    B, S, H, W = pixel_weights.shape
+    if images.dim() != 4 or images.shape[0] != B or \
+            tuple(images.shape[-2:]) != (H, W):
+        raise ValueError(
+            f'pixel_weights {tuple(pixel_weights.shape)} do not match images '
+            f'{tuple(images.shape)}: they need the same batch size and '
+            'height/width (record the mix on the final, padded batch).')
+    if area_share is None:
+        with label_math(pixel_weights.device.type):
+            area_share = pixel_weights.float().mean((2, 3))
+    if tuple(area_share.shape) != (B, S):
+        raise ValueError(f'area_share must be (B, S) = {(B, S)}, got '
+                         f'{tuple(area_share.shape)}.')
+    return area_share.detach().float()
+
+
+def check_records(recording: Recording, records: list) -> None:
+    """One attention record per block, and the head's input where the
+    family reads one: otherwise the forward took a path the recorder does
+    not follow, and its labels would be wrong."""
+    name = type(recording.backbone).__name__
+    blocks = sum(isinstance(r, Attention) for r in records)
+    if blocks != recording.num_blocks:
+        raise RuntimeError(
+            f'{name} recorded {blocks} attention calls for '
+            f'{recording.num_blocks} blocks; its forward does not take the '
+            'path its recorder expects (was an attention module replaced '
+            'after the recording hooks were installed?).')
+    if recording.reads_head_input and not any(
+            isinstance(r, HeadInput) for r in records):
+        raise RuntimeError(
+            f'{name} never reached the stage whose output the head reads; '
+            'TL-Align has no label for what the head classifies.')
+
+
+def aligned_forward(backbone: nn.Module,
+                    images: torch.Tensor,
+                    pixel_weights: torch.Tensor,
+                    area_share: Optional[torch.Tensor] = None,
+                    align_layers: Union[str, Iterable[int], None] = 'all',
+                    residual_norm: bool = True,
+                    follow_drop_path: bool = True,
+                    keep_history: bool = False,
+                    recording: Optional[Recording] = None) -> AlignedOutput:
+    """Run ``backbone(images)``, recorded, and align the token labels.
+
+    Args:
+        backbone (nn.Module): a backbone a recorder supports.
+        images (Tensor): ``(B, 3, H, W)``.
+        pixel_weights (Tensor): ``(B, S, H, W)``, each pixel's share of each
+            source.
+        area_share (Tensor, optional): ``(B, S)`` initial class-token label;
+            defaults to each source's pixel share.
+        align_layers, residual_norm, follow_drop_path: the rule's options,
+            see :func:`tlalign_mm.core.align`.
+        keep_history (bool): also return the labels after every block.
+        recording (Recording, optional): hooks already on ``backbone`` (the
+            classifier keeps one, so that a compiled step does not register
+            hooks); by default they are put on for this call.
+    """
+    own = recording is None
+    if own:
+        recording = start_recording(backbone)
+    elif recording.backbone is not backbone:
+        raise ValueError('recording records another backbone.')
+    recorder = recording.recorder
+    area_share = check_mix_shapes(images, pixel_weights, area_share)
+    try:
+        feats, records = recording(images)
+    finally:
+        if own:
+            recording.remove()
+    check_records(recording, records)
+    with label_math(images.device.type):
+        labels = recorder.initial_labels(backbone, pixel_weights.float(),
+                                         area_share)
+    labels, history = align(records, labels, align_layers, residual_norm,
+                            follow_drop_path, keep_history)
+    with label_math(images.device.type):
+        weights = recorder.readout(backbone, labels)
+    return AlignedOutput(feats, weights, history)
