@@ -550,14 +550,17 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
         f'{meta["epochs"]} epochs, seeds {meta["seeds"]}: mean ± std over '
         f'seeds; difference per seed (same seed: same initial weights, data '
         f'order and mixes), mean and 95% CI by paired t; W/L/T: seeds the '
-        f'target won, lost, tied against {BASELINE}; label shift: mean '
+        f'target won, lost, tied against {BASELINE}; p: two-sided, of the '
+        f'paired t-test and of the Wilcoxon signed-rank test (tied seeds '
+        f'dropped); label shift: mean '
         '|aligned − CutMix| label (source weights) of the trained '
         'checkpoints on held-out CutMix pairs.', '']
     head = ['model'] + [f'{t} top-1' for t in targets]
     early = {e['paired_early'][t]['epoch'] for e in summary.values()
              for t in e.get('paired_early', {})}
     for t in others:
-        head += [f'{t} − {BASELINE} (95% CI)', 'W/L/T']
+        head += [f'{t} − {BASELINE} (95% CI)', 'W/L/T',
+                 'p (paired t / Wilcoxon)']
         head += [f'same, at epoch {e}' for e in early]
     head += [f'label shift, {t}' for t in targets]
     lines += ['| ' + ' | '.join(head) + ' |',
@@ -568,7 +571,8 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
                 for t in targets]
         for t in others:
             d = entry['paired'][t]
-            row += [_ci(d), f'{d["wins"]}/{d["losses"]}/{d["ties"]}']
+            row += [_ci(d), f'{d["wins"]}/{d["losses"]}/{d["ties"]}',
+                    f'{d["p_value"]:.3f} / {d["wilcoxon_p"]:.3f}']
             if early:
                 d = entry['paired_early'][t]
                 row += [f'{_ci(d)}, {d["wins"]}/{d["losses"]}/{d["ties"]}']

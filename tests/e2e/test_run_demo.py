@@ -68,6 +68,8 @@ def test_summary_files_and_picture(job):
     with open(osp.join(work, 'summary.md')) as f:
         md = f.read()
     assert '| ViT |' in md and 'TL-Align − CutMix (95% CI)' in md
+    assert 'p (paired t / Wilcoxon)' in md
+    assert f"{paired['p_value']:.3f} / {paired['wilcoxon_p']:.3f}" in md
     assert md.strip() in out  # the table printed is the table written
     assert 'job wall time' in out and 'Per-run wall time' in out
 
