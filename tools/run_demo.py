@@ -20,6 +20,18 @@ repeatable on this machine), after the libraries were imported once.
     .venv/bin/python tools/run_demo.py                    # the main job
     .venv/bin/python tools/run_demo.py --seeds 0 1 2 --models ViT
     .venv/bin/python tools/run_demo.py --summarize        # re-read the runs
+    .venv/bin/python tools/run_demo.py --seeds $(seq 0 19) \
+        --variants tools/demo_variants/sl_vit_components.py  # an ablation
+
+``--variants FILE`` replaces the two models by a grid of rows. FILE (read
+by mmengine's ``Config``: ``.py``, ``.json`` or ``.yaml``) holds a list
+``variants`` of dicts: ``name`` (the row's label, letters, digits and
+``+-_.``), ``model`` (the demo model the row starts from: ``ViT`` or
+``SL-ViT``), ``options`` (``--cfg-options`` of both twins) and
+``tlalign_options`` (``--cfg-options`` of the TL-Align twin only, for
+options only a ``TLAlignClassifier`` takes). Every row runs with each
+target on every seed, and is reported like a model: paired with its own
+CutMix twin.
 """
 import os
 
@@ -36,6 +48,7 @@ import multiprocessing  # noqa: E402
 import os.path as osp  # noqa: E402
 import platform  # noqa: E402
 import queue as queue_lib  # noqa: E402
+import re  # noqa: E402
 import resource  # noqa: E402
 import shlex  # noqa: E402
 import sys  # noqa: E402
@@ -64,6 +77,15 @@ BASELINE = 'CutMix'
 # the job (4 cells) fits in about ten minutes on two idle cores.
 DEFAULT_SEEDS = 5
 RECIPE_EPOCHS, RECIPE_WARMUP = 30, 3
+
+
+class Row(NamedTuple):
+    """One row of the grid: a demo model and the overrides that make the
+    row (see the module docstring, ``--variants``)."""
+    name: str
+    model: str
+    options: tuple = ()
+    tlalign_options: tuple = ()
 
 
 class Job(NamedTuple):
@@ -102,19 +124,80 @@ def epoch_options(epochs: Optional[int]) -> List[str]:
             f'param_scheduler.1.begin={warmup}']
 
 
-def make_jobs(args) -> List[Job]:
+_ROW_NAME = re.compile(r'^[A-Za-z0-9+_.-]+$')
+_ROW_KEYS = {'name', 'model', 'options', 'tlalign_options'}
+
+
+def _option_list(value, what: str) -> tuple:
+    if isinstance(value, str) or not all(
+            isinstance(o, str) and '=' in o for o in value):
+        raise SystemExit(f'{what} must be a list of "key=value" strings '
+                         f'(as --cfg-options takes them), got {value!r}.')
+    return tuple(value)
+
+
+def read_variants(path: str) -> List[Row]:
+    """The rows of a ``--variants`` file, checked: a clear error for a
+    missing or unknown key, an unknown model, a repeated or unusable name,
+    or an option that is not ``key=value``."""
+    from mmengine.config import Config
+    if not osp.isfile(path):
+        raise SystemExit(f'--variants {path}: no such file.')
+    variants = Config.fromfile(path).get('variants')
+    if not variants:
+        raise SystemExit(f'--variants {path} defines no `variants` list.')
+    rows = []
+    for i, v in enumerate(variants):
+        where = f'--variants {path}, row {i}'
+        unknown = set(v) - _ROW_KEYS
+        if unknown or not {'name', 'model'} <= set(v):
+            raise SystemExit(
+                f'{where}: a row has keys {sorted(_ROW_KEYS)} (name and '
+                f'model required), got {sorted(v)}.')
+        if not isinstance(v['name'], str) or not _ROW_NAME.match(v['name']):
+            raise SystemExit(f'{where}: name {v["name"]!r} must be letters, '
+                             'digits and +-_. only (it names the run '
+                             'folders).')
+        if v['model'] not in MODELS:
+            raise SystemExit(f'{where}: model {v["model"]!r} is not one of '
+                             f'{list(MODELS)}.')
+        rows.append(Row(v['name'], v['model'],
+                        _option_list(v.get('options', ()),
+                                     f'{where}: options'),
+                        _option_list(v.get('tlalign_options', ()),
+                                     f'{where}: tlalign_options')))
+    names = [r.name for r in rows]
+    if len(set(names)) != len(names):
+        raise SystemExit(f'--variants {path} repeats a row name: {names}.')
+    return rows
+
+
+def grid_rows(args) -> List[Row]:
+    """The rows to run: the ``--variants`` file's, or one per model."""
+    if args.variants:
+        return read_variants(args.variants)
+    return [Row(model, model) for model in (args.models or list(MODELS))]
+
+
+def make_jobs(args, rows: Optional[List[Row]] = None) -> List[Job]:
+    """Every (seed, row, target) run. A run of a row has the row's name as
+    its ``model``, the row's model's config, and the row's options after
+    the seed and the job-wide ones."""
+    rows = grid_rows(args) if rows is None else rows
     jobs = []
     common = epoch_options(args.epochs) + list(args.cfg_options)
     for seed in args.seeds:
-        for model in args.models:
+        for row in rows:
             for target in args.targets:
-                name = run_name(model, target, seed)
+                name = run_name(row.name, target, seed)
+                extra = row.options + (row.tlalign_options
+                                       if target != BASELINE else ())
                 jobs.append(Job(
-                    len(jobs), model, target, seed,
-                    config_path(model, target),
+                    len(jobs), row.name, target, seed,
+                    config_path(row.model, target),
                     osp.join(args.work_dir, name),
                     osp.join(args.work_dir, f'{name}.log'),
-                    tuple([f'randomness.seed={seed}'] + common)))
+                    tuple([f'randomness.seed={seed}'] + common) + extra))
     return jobs
 
 
@@ -467,14 +550,17 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
         f'{meta["epochs"]} epochs, seeds {meta["seeds"]}: mean ± std over '
         f'seeds; difference per seed (same seed: same initial weights, data '
         f'order and mixes), mean and 95% CI by paired t; W/L/T: seeds the '
-        f'target won, lost, tied against {BASELINE}; label shift: mean '
+        f'target won, lost, tied against {BASELINE}; p: two-sided, of the '
+        f'paired t-test and of the Wilcoxon signed-rank test (tied seeds '
+        f'dropped); label shift: mean '
         '|aligned − CutMix| label (source weights) of the trained '
         'checkpoints on held-out CutMix pairs.', '']
     head = ['model'] + [f'{t} top-1' for t in targets]
     early = {e['paired_early'][t]['epoch'] for e in summary.values()
              for t in e.get('paired_early', {})}
     for t in others:
-        head += [f'{t} − {BASELINE} (95% CI)', 'W/L/T']
+        head += [f'{t} − {BASELINE} (95% CI)', 'W/L/T',
+                 'p (paired t / Wilcoxon)']
         head += [f'same, at epoch {e}' for e in early]
     head += [f'label shift, {t}' for t in targets]
     lines += ['| ' + ' | '.join(head) + ' |',
@@ -485,7 +571,8 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
                 for t in targets]
         for t in others:
             d = entry['paired'][t]
-            row += [_ci(d), f'{d["wins"]}/{d["losses"]}/{d["ties"]}']
+            row += [_ci(d), f'{d["wins"]}/{d["losses"]}/{d["ties"]}',
+                    f'{d["p_value"]:.3f} / {d["wilcoxon_p"]:.3f}']
             if early:
                 d = entry['paired_early'][t]
                 row += [f'{_ci(d)}, {d["wins"]}/{d["losses"]}/{d["ties"]}']
@@ -561,9 +648,13 @@ def parse_args(argv=None):
                         default=list(range(DEFAULT_SEEDS)),
                         help=f'seeds (default: 0..{DEFAULT_SEEDS - 1})')
     parser.add_argument('--models', nargs='+', choices=list(MODELS),
-                        default=list(MODELS))
+                        default=None, help='default: all')
     parser.add_argument('--targets', nargs='+', choices=list(TARGETS),
                         default=list(TARGETS))
+    parser.add_argument(
+        '--variants', default=None, metavar='FILE',
+        help='run a grid of rows (a model and its overrides, each paired '
+        'with its own CutMix twin) instead of the models; see above')
     parser.add_argument('--work-dir', default='work_dirs/demo')
     parser.add_argument(
         '--jobs', type=int, default=len(os.sched_getaffinity(0)),
@@ -584,13 +675,17 @@ def parse_args(argv=None):
         parser.error(f'--seeds repeats a seed: {args.seeds}')
     if args.jobs < 1:
         parser.error('--jobs must be at least 1')
+    if args.variants and args.models:
+        parser.error('--variants names its own models; leave out --models')
     return args
 
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
     os.makedirs(args.work_dir, exist_ok=True)
-    jobs = make_jobs(args)
+    rows = grid_rows(args)
+    names = [row.name for row in rows]
+    jobs = make_jobs(args, rows)
     epochs = args.epochs or RECIPE_EPOCHS
     for option in args.cfg_options:  # for the progress bar
         if option.startswith('train_cfg.max_epochs='):
@@ -605,7 +700,7 @@ def main(argv=None) -> dict:
             with open(path) as f:
                 records.append(json.load(f))
     else:
-        print(f'{len(jobs)} runs ({", ".join(args.models)} x '
+        print(f'{len(jobs)} runs ({", ".join(names)} x '
               f'{", ".join(args.targets)} x {len(args.seeds)} seeds), '
               f'{args.jobs} at a time; logs in {args.work_dir}/*.log',
               flush=True)
@@ -627,7 +722,9 @@ def main(argv=None) -> dict:
                                       else sys.argv[1:])),
                     epochs=epochs, seeds=list(args.seeds), jobs=args.jobs,
                     wall_s=wall, machine=machine())
-    out = write_outputs(args.work_dir, records, args.models, args.targets,
+        if args.variants:
+            meta['variants'] = [row._asdict() for row in rows]
+    out = write_outputs(args.work_dir, records, names, args.targets,
                         meta)
     print('\n' + out['markdown'])
     print('Per-run wall time (s): ' + ', '.join(

@@ -69,3 +69,21 @@ def test_unpaired_seeds_are_refused():
         paired_difference({}, {})
     with pytest.raises(ValueError, match='confidence'):
         t_interval([1, 2], confidence=1.5)
+
+
+def test_wilcoxon_by_hand():
+    """Five seeds, all won: the signed-rank statistic is 0, whose exact
+    two-sided probability is 2 / 2**5; a tied seed is dropped; no change at
+    all is p = 1."""
+    base = {s: 90.0 for s in range(6)}
+    won = {**base, **{s: 90.0 + s for s in range(1, 6)}}  # seed 0 ties
+    assert paired_difference(base, won).wilcoxon_p == pytest.approx(0.0625)
+    lost = {s: 2 * 90.0 - v for s, v in won.items()}
+    assert paired_difference(base, lost).wilcoxon_p == pytest.approx(0.0625)
+    assert paired_difference(base, base).wilcoxon_p == 1.0
+    one = paired_difference({0: 1.0}, {0: 2.0})
+    assert one.wilcoxon_p != one.wilcoxon_p  # nan
+    # one loss of rank 1 among wins of ranks 2..5: W- = 1, exact two-sided
+    # p = 2 * P(W <= 1) = 2 * 2 / 32
+    mixed = {**base, 1: 89.0, 2: 92.0, 3: 93.0, 4: 94.0, 5: 95.0}
+    assert paired_difference(base, mixed).wilcoxon_p == pytest.approx(0.125)

@@ -68,6 +68,8 @@ def test_summary_files_and_picture(job):
     with open(osp.join(work, 'summary.md')) as f:
         md = f.read()
     assert '| ViT |' in md and 'TL-Align − CutMix (95% CI)' in md
+    assert 'p (paired t / Wilcoxon)' in md
+    assert f"{paired['p_value']:.3f} / {paired['wilcoxon_p']:.3f}" in md
     assert md.strip() in out  # the table printed is the table written
     assert 'job wall time' in out and 'Per-run wall time' in out
 
@@ -136,3 +138,111 @@ def test_early_epoch_is_a_third_of_the_way(monkeypatch):
     runs = [dict(val_epochs=list(range(2, 31, 2)))] * 2
     assert run_demo.early_epoch(runs) == 10
     assert run_demo.early_epoch([dict(val_epochs=[2])]) is None
+
+
+VARIANTS = osp.join(ROOT, 'tools', 'demo_variants')
+
+
+def _flat(cfg, prefix=''):
+    """A merged config as ``{dotted key: value}`` (lists kept whole)."""
+    out = {}
+    for key, value in cfg.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f'{prefix}{key}.'))
+        else:
+            out[f'{prefix}{key}'] = value
+    return out
+
+
+@pytest.mark.parametrize('path', sorted(
+    osp.join(VARIANTS, f) for f in os.listdir(VARIANTS)
+    if f.endswith('.py')))
+def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
+        monkeypatch, path):
+    """Every row of every committed variants file, both targets: the merged
+    config of the row's run differs from its base twin's (the same model,
+    target and seed, no row options) in exactly the keys its options name,
+    with those values; and the row builds."""
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmpretrain.registry import MODELS
+    init_default_scope('mmpretrain')
+    run_demo = load_run_demo(monkeypatch)
+    args = run_demo.parse_args(['--variants', path, '--seeds', '3',
+                                '--work-dir', '/nonexistent'])
+    rows = run_demo.read_variants(path)
+    base_rows = [run_demo.Row(model, model) for model in run_demo.MODELS]
+    base = {(j.model, j.target): j
+            for j in run_demo.make_jobs(args, base_rows)}
+    jobs = run_demo.make_jobs(args, rows)
+    assert len(jobs) == len(rows) * len(run_demo.TARGETS)
+    for job in jobs:
+        row = next(r for r in rows if r.name == job.model)
+        twin = base[(row.model, job.target)]
+        assert job.config == twin.config and job.seed == twin.seed == 3
+        named = run_demo.cfg_options(
+            row.options + (row.tlalign_options
+                           if job.target != run_demo.BASELINE else ()))
+        # a row changes something, at least on its TL-Align twin
+        assert named or job.target == run_demo.BASELINE, row.name
+        ours = Config.fromfile(job.config)
+        ours.merge_from_dict(run_demo.cfg_options(job.options))
+        MODELS.build(ours.model)  # a misspelt option would fail here
+        theirs = Config.fromfile(twin.config)
+        theirs.merge_from_dict(run_demo.cfg_options(twin.options))
+        ours, theirs = _flat(ours.to_dict()), _flat(theirs.to_dict())
+        changed = {k for k in set(ours) | set(theirs)
+                   if ours.get(k, KeyError) != theirs.get(k, KeyError)}
+        assert changed == set(named), (row.name, job.target, changed)
+        assert all(ours[k] == v for k, v in named.items())
+        assert 'randomness.seed' not in changed
+
+
+def test_variant_rows_label_their_runs(monkeypatch, tmp_path):
+    """A row's runs carry its name, its model's config and its options
+    (the TL-Align-only ones on the TL-Align twin alone)."""
+    run_demo = load_run_demo(monkeypatch)
+    path = tmp_path / 'rows.py'
+    path.write_text(
+        "variants = [dict(name='no-fdp', model='ViT', options=['a.b=1'], "
+        "tlalign_options=['model.align_cfg.follow_drop_path=False'])]\n")
+    args = run_demo.parse_args(['--variants', str(path), '--seeds', '0',
+                                '1', '--work-dir', str(tmp_path)])
+    jobs = run_demo.make_jobs(args)
+    assert [(j.model, j.target, j.seed) for j in jobs] == [
+        ('no-fdp', 'CutMix', 0), ('no-fdp', 'TL-Align', 0),
+        ('no-fdp', 'CutMix', 1), ('no-fdp', 'TL-Align', 1)]
+    cutmix, tlalign = jobs[:2]
+    assert cutmix.config == run_demo.config_path('ViT', 'CutMix')
+    assert cutmix.options == ('randomness.seed=0', 'a.b=1')
+    assert tlalign.options == ('randomness.seed=0', 'a.b=1',
+                               'model.align_cfg.follow_drop_path=False')
+    assert osp.basename(tlalign.work_dir) == 'no-fdp_tl-align_seed0'
+
+
+@pytest.mark.parametrize('text, message', [
+    ("variants = []", 'defines no'),
+    ("variants = [dict(name='a', model='DeiT')]", 'is not one of'),
+    ("variants = [dict(name='a b', model='ViT')]", 'letters, digits'),
+    ("variants = [dict(name='a', model='ViT', option=['x=1'])]", 'keys'),
+    ("variants = [dict(name='a', model='ViT', options='x=1')]",
+     'key=value'),
+    ("variants = [dict(name='a', model='ViT'), dict(name='a', model='ViT')]",
+     'repeats'),
+])
+def test_bad_variants_file_fails_clearly(monkeypatch, tmp_path, text,
+                                         message):
+    run_demo = load_run_demo(monkeypatch)
+    path = tmp_path / 'rows.py'
+    path.write_text(text + '\n')
+    with pytest.raises(SystemExit, match=message):
+        run_demo.read_variants(str(path))
+    with pytest.raises(SystemExit, match='no such file'):
+        run_demo.read_variants(str(tmp_path / 'missing.py'))
+
+
+def test_variants_and_models_do_not_mix(monkeypatch, capsys):
+    run_demo = load_run_demo(monkeypatch)
+    with pytest.raises(SystemExit):
+        run_demo.parse_args(['--variants', 'x.py', '--models', 'ViT'])
+    assert 'leave out --models' in capsys.readouterr().err

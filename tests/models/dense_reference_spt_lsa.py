@@ -131,9 +131,12 @@ def explicit_attention(attn, q, k):
     return logits.softmax(-1)
 
 
-def dense_sl_vit_labels(vit, images, pixel_weights, targets, area_share):
+def dense_sl_vit_labels(vit, images, pixel_weights, targets, area_share,
+                        spt_centre_labels=False):
     """Forward an (SL-)ViT by hand in float64 (eval, no dropout) and align
-    class-space labels with explicit attention.
+    class-space labels with explicit attention. ``spt_centre_labels``: an
+    SPT's tokens start with their own patch's mean label (the unshifted
+    view) instead of the five views'.
 
     Returns (final label (B, C), labels before/after every layer, final
     tokens).
@@ -145,8 +148,12 @@ def dense_sl_vit_labels(vit, images, pixel_weights, targets, area_share):
     spt = hasattr(pe, 'shift_size')
     if spt:
         x, hw = brute_force_spt_tokens(pe, images)
-        Y = brute_force_spt_labels(pixel_labels(pixel_weights, targets),
-                                   pe.patch_size[0], pe.shift_size[0])
+        if spt_centre_labels:
+            Y = patch_mean_labels(pixel_labels(pixel_weights, targets),
+                                  pe.patch_size[0])
+        else:
+            Y = brute_force_spt_labels(pixel_labels(pixel_weights, targets),
+                                       pe.patch_size[0], pe.shift_size[0])
     else:
         x, hw = pe(images.double())
         Y = patch_mean_labels(pixel_labels(pixel_weights, targets),

@@ -166,6 +166,45 @@ def test_spt_labels_equal_per_pixel_brute_force(patch, size):
     assert (ref - plain).abs().max() > 1e-3
 
 
+@pytest.mark.parametrize('patch,size', [(4, (32, 32)), (4, (30, 27)),
+                                        (3, (13, 11))])
+def test_spt_centre_labels_are_the_own_patch_means(patch, size):
+    """``label_views='centre'``: each token's label is its own patch's mean
+    over real positions (the dense reference of a plain patch embedding),
+    not the five views' (so the option is what is tested)."""
+    spt = ShiftedPatchTokenization(in_channels=3, embed_dims=8,
+                                   patch_size=patch, label_views='centre')
+    _, pw, targets = random_mix(2, 3, *size)
+    ours = in_classes(spt_token_labels(spt, pw), targets)
+    ref = patch_mean_labels(pixel_labels(pw, targets), patch)
+    assert (ours - ref).abs().max() <= 1e-6
+    five = brute_force_spt_labels(pixel_labels(pw, targets), patch,
+                                  patch // 2)
+    assert (ours - five).abs().max() > 1e-3
+    with pytest.raises(ValueError, match='label_views must be one of'):
+        ShiftedPatchTokenization(embed_dims=8, label_views='center')
+
+
+@pytest.mark.parametrize('out_type', ['cls_token', 'avg_featmap'])
+def test_sl_vit_centre_labels_match_dense_reference(out_type):
+    """SL-ViT with ``spt_cfg=dict(label_views='centre')``: the aligned
+    labels equal the dense reference started from own-patch labels, differ
+    from the five-view rule's, and moved away from the area target; the
+    tokens, and so the model, are the five-view model's."""
+    vit = build_vit(out_type=out_type, spt_cfg=dict(label_views='centre'))
+    five = build_vit(out_type=out_type)
+    images, pw, _ = random_mix(2, 2, 32, 32, box=(5, 23, 3, 18))
+    sources = source_space(2, 2)  # class-space labels = source weights
+    ref, _, _ = dense_sl_vit_labels(vit, images, pw, sources,
+                                    pw.mean((2, 3)), spt_centre_labels=True)
+    labels = align_labels(vit, images, pw, sources).double()
+    torch.testing.assert_close(labels, ref, atol=1e-5, rtol=0)
+    assert (labels - align_labels(five, images, pw, sources)).abs().max() \
+        > 1e-3
+    assert (labels - pw.mean((2, 3))).abs().max() > 1e-2
+    assert torch.equal(vit(images)[-1], five(images)[-1])
+
+
 # --------------------------------------------------------------------- LSA
 
 

@@ -12,6 +12,9 @@ targets share, and a paired interval is the honest one.
   (scipy's t quantile), with the paired t-test's two-sided p-value; it
   assumes roughly normal differences, which a handful of seeds cannot
   check, so the win/loss/tie counts are given beside it;
+- the Wilcoxon signed-rank test's two-sided p-value (scipy's: zero
+  differences dropped, exact where scipy can, else its normal
+  approximation), which does not assume normal differences;
 - wins, losses and ties: seeds where the treatment is higher, lower, or
   equal (within ``tie_tol``).
 """
@@ -40,6 +43,9 @@ class PairedDifference(NamedTuple):
             difference (``nan`` with fewer than two seeds).
         confidence (float): its level.
         p_value (float): two-sided paired t-test of a zero mean difference.
+        wilcoxon_p (float): two-sided Wilcoxon signed-rank test of
+            differences symmetric about zero (``1.0`` when every difference
+            is zero, ``nan`` for one seed).
         wins, losses, ties (int): seeds where the treatment is higher,
             lower, equal within ``tie_tol``.
     """
@@ -52,6 +58,7 @@ class PairedDifference(NamedTuple):
     ci: Tuple[float, float]
     confidence: float
     p_value: float
+    wilcoxon_p: float
     wins: int
     losses: int
     ties: int
@@ -96,6 +103,20 @@ def t_interval(diffs: Sequence[float],
     return float(mean - half), float(mean + half), float(p_value)
 
 
+def wilcoxon_p(diffs: Sequence[float], tie_tol: float = 1e-6) -> float:
+    """Two-sided p-value of scipy's Wilcoxon signed-rank test of
+    ``diffs``; differences within ``tie_tol`` of zero count as zero (and
+    are dropped, scipy's default ``zero_method``)."""
+    from scipy import stats
+    diffs = np.asarray(diffs, dtype=np.float64)
+    if diffs.size < 2:
+        return math.nan
+    diffs = np.where(np.abs(diffs) <= tie_tol, 0.0, diffs)
+    if not diffs.any():
+        return 1.0
+    return float(stats.wilcoxon(diffs).pvalue)
+
+
 def paired_difference(baseline: Mapping[int, float],
                       treatment: Mapping[int, float],
                       confidence: float = 0.95,
@@ -133,6 +154,7 @@ def paired_difference(baseline: Mapping[int, float],
         ci=(low, high),
         confidence=confidence,
         p_value=p_value,
+        wilcoxon_p=wilcoxon_p(diffs, tie_tol),
         wins=int((diffs > tie_tol).sum()),
         losses=int((diffs < -tie_tol).sum()),
         ties=int((np.abs(diffs) <= tie_tol).sum()))

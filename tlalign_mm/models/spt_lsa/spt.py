@@ -55,6 +55,10 @@ def shift_concat(x: torch.Tensor, shift: _Pair) -> torch.Tensor:
     return torch.cat(views, dim=1)
 
 
+#: ``label_views`` of :class:`ShiftedPatchTokenization`.
+LABEL_VIEWS = ('all', 'centre')
+
+
 @MODELS.register_module()
 class ShiftedPatchTokenization(BaseModule):
     """Shifted Patch Tokenization.
@@ -77,6 +81,12 @@ class ShiftedPatchTokenization(BaseModule):
         norm_cfg (dict, optional): the norm over each flattened patch
             (``5C * patch_h * patch_w`` features). Defaults to LayerNorm.
         bias (bool): bias of the linear projection. Defaults to True.
+        label_views (str): which views give a token its TL-Align label
+            (:func:`spt_token_labels`): ``'all'`` (default), the real
+            positions of all five views; ``'centre'``, the unshifted view
+            alone, i.e. the token's own patch, as a plain patch embedding
+            (an ablation: the token's features still read all five). Only
+            the labels depend on it.
         init_cfg (dict, optional): initialisation config.
 
     The flattened patch is ordered ``(patch row, patch column, channel)``
@@ -94,8 +104,13 @@ class ShiftedPatchTokenization(BaseModule):
                  input_size: Union[int, Sequence[int], None] = None,
                  norm_cfg: Optional[dict] = dict(type='LN'),
                  bias: bool = True,
+                 label_views: str = 'all',
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
+        if label_views not in LABEL_VIEWS:
+            raise ValueError(f'label_views must be one of {LABEL_VIEWS}, '
+                             f'got {label_views!r}.')
+        self.label_views = label_views
         if embed_dims is None and out_channels is None:
             raise ValueError('Give embed_dims (or out_channels).')
         if embed_dims is not None and out_channels is not None \
@@ -186,7 +201,9 @@ def spt_token_labels(spt: ShiftedPatchTokenization,
     window shifted by that view's offset. Its label is the mean label over
     all the real positions its five views read (a position read by two
     views counts twice); positions that are zero padding, from the shift or
-    from the adaptive padding, carry no mass.
+    from the adaptive padding, carry no mass. With ``spt.label_views ==
+    'centre'`` only the unshifted view counts: the mean label of the
+    token's own patch, as for a plain patch embedding.
 
     Args:
         spt (ShiftedPatchTokenization): the tokenizer.
@@ -197,10 +214,13 @@ def spt_token_labels(spt: ShiftedPatchTokenization,
         Tensor: ``(B, h*w, S)`` in the token order of ``spt``'s output.
     """
     B, S, H, W = label_map.shape
-    V = spt.num_views
-    mass = spt.shift_concat(label_map).reshape(B, V, S, H, W).sum(1)
-    count = spt.shift_concat(label_map.new_ones(1, 1, H, W)).sum(
-        1, keepdim=True)
+    if spt.label_views == 'centre':
+        mass, count = label_map, label_map.new_ones(1, 1, H, W)
+    else:
+        V = spt.num_views
+        mass = spt.shift_concat(label_map).reshape(B, V, S, H, W).sum(1)
+        count = spt.shift_concat(label_map.new_ones(1, 1, H, W)).sum(
+            1, keepdim=True)
     if spt.adaptive_padding is not None:
         mass = spt.adaptive_padding(mass)
         count = spt.adaptive_padding(count)
