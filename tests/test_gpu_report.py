@@ -106,28 +106,26 @@ def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
 
 
 def test_label_path_forces_and_names_the_path_then_restores(gpu_report):
-    from tlalign_mm.core import fused_attention as fa
-    before = {n: getattr(fa, n) for n in ('_triton_labels',
-                                          '_explicit_applies', '_explicit',
-                                          '_second_pass')}
+    from tlalign_mm.core import attention, records
+    before = records.head_mean_attention
     g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, 2, 5, 16, generator=g).bfloat16()
-               for _ in range(3))
+    q, k = (torch.randn(2, 2, 5, 16, generator=g).bfloat16()
+            for _ in range(2))
     labels = torch.rand(2, 5, 3, generator=g).softmax(-1)
     attended = {}
     for path in (None, 'explicit', 'sdpa', 'triton'):
         seen = collections.Counter()
         with gpu_report.label_path(path, seen):
-            _, attended[path] = fa.attention_with_labels(
-                torch.nn.functional.scaled_dot_product_attention, q, k, v,
-                labels)
-        # CPU: narrow heads take the explicit path; no Triton, so forcing
-        # it falls through to the SDPA pass (and does not apply)
+            attended[path], _ = records.Attention(q, k).attend(labels)
+        # CPU: narrow heads take the explicit path by default; no Triton,
+        # so forcing it does not apply (the default path runs)
         assert gpu_report.path_name(seen) == {
             None: 'explicit', 'explicit': 'explicit', 'sdpa': 'sdpa',
-            'triton': 'sdpa'}[path]
+            'triton': 'explicit'}[path]
     torch.testing.assert_close(attended['sdpa'], attended[None])
-    assert {n: getattr(fa, n) for n in before} == before
+    torch.testing.assert_close(
+        attended[None], attention.head_mean_attention(q, k, labels)[0])
+    assert records.head_mean_attention is before
     assert gpu_report.path_name(collections.Counter()) == 'softmax'
 
 

@@ -116,37 +116,19 @@ MIN_ROUNDS = 3
 # ---------------------------------------------------------------------------
 # The ĀY path: the ONE place in this report that knows how the core picks it.
 #
-# It must follow the core's public switch. At a589f54 the core has none:
-# ``tlalign_mm/core/fused_attention.py`` takes, for bf16/fp16 tokens
-# (``_second_pass``), the Triton kernel where ``triton_labels.available(q)``
-# (``_triton_labels()``), else the explicit head-mean attention where
-# ``_explicit_applies(q, k)``, else a float32 SDPA call with the labels as
-# values. So ``label_path`` replaces those two private predicates in this
-# process only, while a setting's steps run, and spies on the three paths to
-# name the one a step took. Swin's attention is explicit in mmpretrain: its
-# labels are read off the block's own softmax, and none of these apply.
-# When the core has one switch (issue 20: one function giving ĀY with
-# ``impl='auto'|'sdpa'|'triton'|'explicit'``), replace the body of
-# ``label_path`` by that switch, and ``LABEL_PATHS`` by its choices.
+# The core's switch is ``impl`` of ``tlalign_mm.core.head_mean_attention``
+# (``'auto'`` by default: ``choose_impl`` takes the Triton kernel on a GPU,
+# the explicit head-mean attention for heads narrower than 48, else SDPA
+# with the labels as values), which ``core.align`` passes on for every
+# recorded block. A training step aligns with ``'auto'``; to force a path
+# for one setting, ``label_path`` wraps the function the records call
+# (``tlalign_mm.core.records.head_mean_attention``) in this process only,
+# giving it ``impl=path``, and counts the path each call takes. Swin's and
+# PVT's blocks compute their softmax themselves: their labels are read off
+# the recorded probabilities (``mean_probs_attention``) and no path applies.
 # ---------------------------------------------------------------------------
 LABEL_PATHS = ('triton', 'explicit', 'sdpa')
 NO_PATH = 'softmax'  # no ĀY call: the block's own attention is read
-
-
-class _NoTriton:
-    """``triton_labels`` as the core sees it with the kernel switched off."""
-
-    @staticmethod
-    def available(query):
-        return False
-
-
-def _no_triton():
-    return _NoTriton
-
-
-def _never(query, key):
-    return False
 
 
 @contextlib.contextmanager
@@ -154,49 +136,28 @@ def label_path(path=None, seen=None):
     """Within the block, TL-Align's ĀY takes ``path`` (one of
     :data:`LABEL_PATHS`; None: the package's choice). With ``seen`` (a
     Counter), count the paths the calls take (eager steps only)."""
-    from tlalign_mm.core import fused_attention as fa
-    names = ('_triton_labels', '_explicit_applies', '_explicit',
-             '_second_pass')
-    saved = {n: getattr(fa, n) for n in names}
-    # module-level functions: one identity per path, so dynamo's guards on
-    # these globals pick a cached graph instead of recompiling
-    if path in ('explicit', 'sdpa'):
-        fa._triton_labels = _no_triton
-    if path in ('triton', 'sdpa'):
-        fa._explicit_applies = _never
-    if seen is not None:
-        kernels, explicit, second_pass = (fa._triton_labels, fa._explicit,
-                                          fa._second_pass)
+    from tlalign_mm.core import attention, records
+    original = records.head_mean_attention
+    if path is None and seen is None:
+        yield
+        return
 
-        class Spy:
-            @staticmethod
-            def available(query):
-                return kernels().available(query)
+    def forced(query, key, labels, bias=None, scale=None, impl='auto',
+               with_mass=False):
+        auto = attention.choose_impl(query, key, bias, scale)
+        # the Triton kernel applies only where 'auto' would take it (a GPU
+        # with Triton, no bias, one float scale); elsewhere it is not forced
+        if path is not None and (path != 'triton' or auto == 'triton'):
+            impl = path
+        if seen is not None:
+            seen[auto if impl == 'auto' else impl] += 1
+        return original(query, key, labels, bias, scale, impl, with_mass)
 
-            @staticmethod
-            def mean_head_labels(*args, **kwargs):
-                seen['triton'] += 1
-                return kernels().mean_head_labels(*args, **kwargs)
-
-        def spy_explicit(*args, **kwargs):
-            seen['explicit'] += 1
-            return explicit(*args, **kwargs)
-
-        def spy_second_pass(*args, **kwargs):
-            before = seen['triton'] + seen['explicit']
-            out = second_pass(*args, **kwargs)
-            if seen['triton'] + seen['explicit'] == before:
-                seen['sdpa'] += 1
-            return out
-
-        fa._triton_labels = lambda: Spy
-        fa._explicit = spy_explicit
-        fa._second_pass = spy_second_pass
+    records.head_mean_attention = forced
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(fa, name, value)
+        records.head_mean_attention = original
 
 
 def path_name(seen):

@@ -18,7 +18,7 @@ randomness.seed=SEED ...`` executed in a process forked from this one
 repeatable on this machine), after the libraries were imported once.
 
     .venv/bin/python tools/run_demo.py                    # the main job
-    .venv/bin/python tools/run_demo.py --seeds 0 1 2 --models ViT  # a quick look
+    .venv/bin/python tools/run_demo.py --seeds 0 1 2 --models ViT  # quick
     .venv/bin/python tools/run_demo.py --summarize        # re-read the runs
     .venv/bin/python tools/run_demo.py --seeds $(seq 0 19) \
         --variants tools/demo_variants/sl_vit_components.py  # an ablation
