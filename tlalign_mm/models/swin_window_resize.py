@@ -37,7 +37,7 @@ whatever the config.
 The relative-position *index* buffers are not resized: mmpretrain's hook
 drops them from the checkpoint and the model keeps its own, so a strict load
 lists them as missing (``allow_missing=('*.relative_position_index',)`` for
-:func:`tlalign_mm.downstream.load_strict`).
+:func:`tlalign_mm.checkpoint.strict.load_strictly`).
 """
 import importlib
 from typing import Callable, List, Sequence
