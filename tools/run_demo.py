@@ -223,6 +223,11 @@ def curves(records: List[dict]) -> dict:
            if 'accuracy/top1' in r}
     drift = {}
     for r in records:
+        # LabelDriftHook's per-epoch means (step = epoch); the training
+        # log's per-iteration records (with 'iter') carry the same keys
+        # from the loss dict, per batch
+        if 'iter' in r:
+            continue
         for key, value in r.items():
             if key.startswith('label_drift/'):
                 drift.setdefault(key.split('/', 1)[1], {})[r['step']] = value
