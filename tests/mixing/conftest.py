@@ -16,9 +16,14 @@ def _check_record(record,
                   mixed_inputs,
                   mixed_scores,
                   exact_pixels=True,
-                  area_is_cls=True):
+                  area_is_cls=True,
+                  sources=None):
     """Assert that ``record`` describes how ``inputs`` / ``scores`` became
-    ``mixed_inputs`` / ``mixed_scores``."""
+    ``mixed_inputs`` / ``mixed_scores``.
+
+    ``sources``: each source's image as the mix lays it out, ``S`` tensors
+    ``(B, C, H, W)``; default ``inputs[source_index[:, s]]`` in place
+    (ResizeMix pastes a resized copy: :func:`_resized_sources`)."""
     batch_size = inputs.size(0)
     img_h, img_w = inputs.shape[-2:]
     pw, si, cw = record.pixel_weights, record.source_index, record.area_share
@@ -33,7 +38,9 @@ def _check_record(record,
         pw.sum(1), torch.ones(batch_size, img_h, img_w), rtol=0, atol=1e-6)
 
     # The record rebuilds the mixed image.
-    rebuilt = sum(pw[:, s:s + 1] * inputs[si[:, s]].float()
+    if sources is None:
+        sources = [inputs[si[:, s]] for s in range(num_sources)]
+    rebuilt = sum(pw[:, s:s + 1] * sources[s].float()
                   for s in range(num_sources))
     if exact_pixels:
         assert torch.equal(rebuilt, mixed_inputs.float())
@@ -47,6 +54,21 @@ def _check_record(record,
 
     if area_is_cls:
         torch.testing.assert_close(pw.mean((2, 3)), cw, rtol=0, atol=1e-6)
+
+
+def _resized_sources(record, inputs, interpolation):
+    """ResizeMix's layout of its two sources, from the record alone:
+    ``inputs`` in place, and the partner ``inputs[source_index[:, 1]]``
+    resized into the bounding box of ``pixel_weights[:, 1] > 0``."""
+    rows, cols = record.pixel_weights[0, 1].nonzero(as_tuple=True)
+    pasted = torch.zeros_like(inputs)
+    if rows.numel():
+        y1, y2 = int(rows.min()), int(rows.max()) + 1
+        x1, x2 = int(cols.min()), int(cols.max()) + 1
+        pasted[:, :, y1:y2, x1:x2] = F.interpolate(
+            inputs[record.source_index[:, 1]], size=(y2 - y1, x2 - x1),
+            mode=interpolation, align_corners=False)
+    return [inputs, pasted]
 
 
 def _cell_min_max(weights, patch_size):
@@ -69,6 +91,11 @@ def seed():
 @pytest.fixture
 def check_record():
     return _check_record
+
+
+@pytest.fixture
+def resized_sources():
+    return _resized_sources
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from tlalign_mm.mixing import (
     TLCutMix,
     TLMixup,
     TLPatchMix,
+    TLResizeMix,
     TLTokenCutMix,
 )
 from tlalign_mm.mixing.grid import (
@@ -75,6 +76,7 @@ def test_grid_helpers():
 ALL_AUGS = [
     (lambda: TLCutMix(alpha=1.0), True),
     (lambda: TLMixup(alpha=0.8), False),
+    (lambda: TLResizeMix(alpha=1.0), True),
     (lambda: TLTokenCutMix(alpha=1.0, patch_size=16), True),
     (lambda: TLPatchMix(alpha=1.0), True),
     (lambda: TLBlockMix(alpha=1.0, min_num_patches=2), True),
@@ -84,11 +86,12 @@ ALL_AUGS = [
 @pytest.mark.parametrize(
     'make_aug,exact',
     ALL_AUGS,
-    ids=['cutmix', 'mixup', 'tokencutmix', 'patchmix', 'blockmix'])
+    ids=['cutmix', 'mixup', 'resizemix', 'tokencutmix', 'patchmix',
+         'blockmix'])
 @pytest.mark.parametrize('shape', SHAPES)
 @pytest.mark.parametrize('dtype', [torch.float32, torch.uint8])
 def test_every_augment_records_faithfully(make_aug, exact, shape, dtype, seed,
-                                          check_record):
+                                          check_record, resized_sources):
     aug = make_aug()
     inputs, scores = _batch(*shape, dtype=dtype)
     for s in SEEDS[:4]:
@@ -100,6 +103,9 @@ def test_every_augment_records_faithfully(make_aug, exact, shape, dtype, seed,
         if exact:  # hard mixes keep the dtype (as mmpretrain's CutMix)
             assert mixed.dtype == inputs.dtype
         assert mixed_scores.dtype == torch.float32
+        # ResizeMix pastes its partner resized, not in place.
+        sources = resized_sources(record, inputs, aug.interpolation) \
+            if isinstance(aug, TLResizeMix) else None
         check_record(
             record,
             inputs,
@@ -107,7 +113,8 @@ def test_every_augment_records_faithfully(make_aug, exact, shape, dtype, seed,
             mixed,
             mixed_scores,
             exact_pixels=exact,
-            area_is_cls=True)
+            area_is_cls=True,
+            sources=sources)
         if shape[0] == 1:  # the permutation of one is the identity
             assert record.source_index.tolist() == [[0, 0]]
         else:

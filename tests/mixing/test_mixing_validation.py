@@ -7,8 +7,8 @@ from mmpretrain.registry import BATCH_AUGMENTS, MODELS
 import tlalign_mm.mixing  # noqa: F401  (registration)
 from tlalign_mm.mixing import TLRandomBatchAugment
 
-ALPHA_OWNERS = ['TLCutMix', 'TLMixup', 'TLTokenCutMix', 'TLPatchMix',
-                'TLBlockMix']
+ALPHA_OWNERS = ['TLCutMix', 'TLMixup', 'TLResizeMix', 'TLTokenCutMix',
+                'TLPatchMix', 'TLBlockMix']
 
 
 @pytest.mark.parametrize('alpha', [0, -1.0, float('nan'), float('inf'),
@@ -29,19 +29,47 @@ def test_an_int_alpha_is_a_number_too(owner):
     assert aug.alpha == 1.0 and isinstance(aug.alpha, float)
 
 
+@pytest.mark.parametrize('owner', ['TLCutMix', 'TLResizeMix'])
 @pytest.mark.parametrize('minmax', [[0.5], [0.8, 0.2], [0, 0.5], [0.2, 1.5],
                                     'wide', [0.2, float('nan')]])
-def test_cutmix_minmax(minmax):
-    with pytest.raises(ValueError, match='TLCutMix: cutmix_minmax must be '
+def test_cutmix_minmax(owner, minmax):
+    with pytest.raises(ValueError, match=f'{owner}: cutmix_minmax must be '
                        r'\[min, max\] with 0 < min < max <= 1'):
-        BATCH_AUGMENTS.build(dict(type='TLCutMix', alpha=1.0,
+        BATCH_AUGMENTS.build(dict(type=owner, alpha=1.0,
                                   cutmix_minmax=minmax))
-    aug = BATCH_AUGMENTS.build(dict(type='TLCutMix', alpha=1.0,
+    aug = BATCH_AUGMENTS.build(dict(type=owner, alpha=1.0,
                                     cutmix_minmax=(0.2, 0.8)))
     assert aug.cutmix_minmax == [0.2, 0.8]
     with pytest.raises(ValueError, match='correct_lam must be True or False'):
-        BATCH_AUGMENTS.build(dict(type='TLCutMix', alpha=1.0,
+        BATCH_AUGMENTS.build(dict(type=owner, alpha=1.0,
                                   correct_lam='yes'))
+
+
+@pytest.mark.parametrize('lam_min, lam_max', [
+    (0.5, 0.3), (-0.1, 0.8), (0.1, 1.0), (0.1, 1.2), (0.1, float('nan')),
+    ('low', 0.8), (0.1, None), (False, 0.8)])
+def test_resizemix_lam_range(lam_min, lam_max):
+    with pytest.raises(ValueError) as error:
+        BATCH_AUGMENTS.build(dict(type='TLResizeMix', alpha=1.0,
+                                  lam_min=lam_min, lam_max=lam_max))
+    message = str(error.value)
+    assert message.startswith('TLResizeMix: lam_min and lam_max must '
+                              'satisfy 0 <= lam_min <= lam_max < 1')
+    assert f'lam_min={lam_min!r}, lam_max={lam_max!r}' in message
+    aug = BATCH_AUGMENTS.build(dict(type='TLResizeMix', alpha=1.0,
+                                    lam_min=0, lam_max=0))
+    assert (aug.lam_min, aug.lam_max) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize('mode', ['nearest', 'area', 'linear', 'trilinear',
+                                  'Bilinear', None])
+def test_resizemix_interpolation(mode):
+    """Modes mmpretrain's docstring lists but its ``F.interpolate(...,
+    align_corners=False)`` call refuses on image batches."""
+    with pytest.raises(ValueError, match="TLResizeMix: interpolation must be "
+                       r"one of \('bilinear', 'bicubic'\)"):
+        BATCH_AUGMENTS.build(dict(type='TLResizeMix', alpha=1.0,
+                                  interpolation=mode))
 
 
 @pytest.mark.parametrize('owner', ['TLPatchMix', 'TLBlockMix'])

@@ -13,7 +13,12 @@ from mmpretrain.models.utils.batch_augments import (
 from mmpretrain.registry import BATCH_AUGMENTS
 
 import tlalign_mm.mixing as mixing
-from tlalign_mm.mixing import TLCutMix, TLMixup, TLRandomBatchAugment
+from tlalign_mm.mixing import (
+    TLCutMix,
+    TLMixup,
+    TLRandomBatchAugment,
+    TLResizeMix,
+)
 
 AUG_CFGS = [
     dict(type='TLCutMix', alpha=1.0),
@@ -24,6 +29,12 @@ AUG_CFGS = [
         correct_lam=False),
     dict(type='TLTokenCutMix', alpha=1.0, patch_size=14),
     dict(type='TLMixup', alpha=0.8),
+    dict(
+        type='TLResizeMix',
+        alpha=1.0,
+        lam_min=0.2,
+        lam_max=0.6,
+        interpolation='bicubic'),
     dict(type='TLPatchMix', alpha=1.0, patch_size=8),
     dict(type='TLBlockMix', alpha=1.0, min_num_patches=2, min_aspect=0.5),
 ]
@@ -116,7 +127,7 @@ def test_random_batch_augment_accepts_instances_and_no_probs(seed):
 @pytest.mark.parametrize('plain,hint',
                          [(dict(type='CutMix', alpha=1.0), 'TLCutMix'),
                           (Mixup(alpha=1.0), 'TLMixup'),
-                          (ResizeMix(alpha=1.0), 'TLCutMix')])
+                          (ResizeMix(alpha=1.0), 'TLResizeMix')])
 def test_plain_augment_is_rejected(plain, hint):
     with pytest.raises(TypeError) as err:
         TLRandomBatchAugment([dict(type='TLMixup', alpha=0.8), plain],
@@ -131,4 +142,6 @@ def test_plain_cutmix_still_is_mmpretrain():
     """Our subclasses do not change the mmpretrain classes."""
     assert not hasattr(CutMix, 'mix_with_record')
     assert not hasattr(Mixup, 'mix_with_record')
+    assert not hasattr(ResizeMix, 'mix_with_record')
     assert issubclass(TLCutMix, CutMix) and issubclass(TLMixup, Mixup)
+    assert issubclass(TLResizeMix, ResizeMix)

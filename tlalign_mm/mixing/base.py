@@ -8,7 +8,7 @@ how every pixel was mixed (:class:`~tlalign_mm.core.mix_record.MixRecord`).
 """
 import math
 from numbers import Real
-from typing import Any, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -41,6 +41,28 @@ def check_positive_int(value: Any, name: str, owner: str,
         raise ValueError(f'{owner}: {name} must be a positive int '
                          f'({meaning}); got {value!r}')
     return value
+
+
+def check_cutmix_box(cutmix_minmax: Any, correct_lam: Any,
+                     owner: str) -> Tuple[Optional[List[float]], bool]:
+    """The box arguments of mmpretrain's :class:`CutMix` (and of
+    ``ResizeMix``, which inherits them) checked, ``cutmix_minmax`` as a list
+    of floats; a ValueError naming ``owner`` and the fix otherwise."""
+    if cutmix_minmax is not None:
+        ok = isinstance(cutmix_minmax, (list, tuple)) and len(
+            cutmix_minmax) == 2 and all(
+                isinstance(v, Real) and not isinstance(v, bool)
+                and math.isfinite(v) for v in cutmix_minmax)
+        if not ok or not 0 < cutmix_minmax[0] < cutmix_minmax[1] <= 1:
+            raise ValueError(
+                f'{owner}: cutmix_minmax must be [min, max] with 0 < min '
+                '< max <= 1, the range of the box side as a fraction of '
+                f'the image side (e.g. [0.2, 0.8]); got {cutmix_minmax!r}')
+        cutmix_minmax = [float(v) for v in cutmix_minmax]
+    if not isinstance(correct_lam, bool):
+        raise ValueError(f'{owner}: correct_lam must be True or False, '
+                         f'got {correct_lam!r}')
+    return cutmix_minmax, correct_lam
 
 
 def check_scores(batch_scores: torch.Tensor) -> torch.Tensor:

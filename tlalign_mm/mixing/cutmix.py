@@ -1,6 +1,4 @@
 """CutMix that records how it mixed."""
-import math
-from numbers import Real
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -12,6 +10,7 @@ from tlalign_mm.core.mix_record import MixRecord
 
 from .base import (
     check_alpha,
+    check_cutmix_box,
     check_scores,
     mask_pixel_weights,
     two_source_record,
@@ -55,20 +54,8 @@ class TLCutMix(CutMix):
                  cutmix_minmax: Optional[List[float]] = None,
                  correct_lam: bool = True):
         owner = type(self).__name__
-        if cutmix_minmax is not None:
-            ok = isinstance(cutmix_minmax, (list, tuple)) and len(
-                cutmix_minmax) == 2 and all(
-                    isinstance(v, Real) and not isinstance(v, bool)
-                    and math.isfinite(v) for v in cutmix_minmax)
-            if not ok or not 0 < cutmix_minmax[0] < cutmix_minmax[1] <= 1:
-                raise ValueError(
-                    f'{owner}: cutmix_minmax must be [min, max] with 0 < min '
-                    '< max <= 1, the range of the box side as a fraction of '
-                    f'the image side (e.g. [0.2, 0.8]); got {cutmix_minmax!r}')
-            cutmix_minmax = [float(v) for v in cutmix_minmax]
-        if not isinstance(correct_lam, bool):
-            raise ValueError(f'{owner}: correct_lam must be True or False, '
-                             f'got {correct_lam!r}')
+        cutmix_minmax, correct_lam = check_cutmix_box(cutmix_minmax,
+                                                      correct_lam, owner)
         super().__init__(
             alpha=check_alpha(alpha, owner),
             cutmix_minmax=cutmix_minmax,

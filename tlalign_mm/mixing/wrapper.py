@@ -13,7 +13,11 @@ from tlalign_mm.core.mix_record import MixRecord
 from .token_cutmix import TLTokenCutMix, with_model_patch_size
 
 # mmpretrain augmentation -> its recording variant in this package.
-_TL_VARIANTS = {'CutMix': 'TLCutMix', 'Mixup': 'TLMixup'}
+_TL_VARIANTS = {
+    'CutMix': 'TLCutMix',
+    'Mixup': 'TLMixup',
+    'ResizeMix': 'TLResizeMix'
+}
 
 
 def _check_probs(probs, count: int) -> list:
@@ -42,7 +46,7 @@ class TLRandomBatchAugment(RandomBatchAugment):
     remaining probability is "no mixing"), e.g. DeiT's per-batch switch
     between Mixup and CutMix, with the same ``np.random.choice`` draw as
     mmpretrain. Every augment must be a recording one (``TLCutMix``,
-    ``TLMixup``, ... with a ``mix_with_record`` method).
+    ``TLMixup``, ``TLResizeMix``, ... with a ``mix_with_record`` method).
 
     Args:
         augments (Callable | dict | list): Configs (or instances) of the
@@ -91,7 +95,8 @@ class TLRandomBatchAugment(RandomBatchAugment):
                 hint = f'use `{_TL_VARIANTS[name]}` instead of `{name}`' \
                     if name in _TL_VARIANTS else \
                     'use a recording variant (`TLCutMix`, `TLMixup`, ' \
-                    '`TLTokenCutMix`, `TLPatchMix`, `TLBlockMix`)'
+                    '`TLResizeMix`, `TLTokenCutMix`, `TLPatchMix`, ' \
+                    '`TLBlockMix`)'
                 raise TypeError(
                     f'Batch augment `{name}` cannot record how it mixes (it '
                     f'has no `mix_with_record`), which TL-Align needs: '

@@ -1,0 +1,320 @@
+"""TLResizeMix: mmpretrain's ResizeMix bit for bit (images, scores and the
+random state after the call), a record in which the pasted box is wholly the
+partner image, and its way through the batch augment, the data
+preprocessor and an aligned ViT forward."""
+import random
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from mmpretrain.models.utils.batch_augments import (
+    RandomBatchAugment,
+    ResizeMix,
+)
+from mmpretrain.registry import BATCH_AUGMENTS, MODELS
+
+from tlalign_mm import align_labels
+from tlalign_mm.mixing import TLRandomBatchAugment, TLResizeMix
+
+from ..models.dense_reference import dense_vit_labels
+from ..models.test_tlalign_classifier import fake_batch, model_cfg
+from ..models.test_vit_alignment import build_vit
+from .test_mixing_data_preprocessor import MEAN, STD, _data
+
+SEEDS = range(6)
+# (batch size, H, W): odd batch, batch of one, sizes not multiples of 16.
+SHAPES = [(5, 32, 48), (1, 32, 32), (4, 40, 56), (3, 21, 35)]
+KWARGS = [
+    dict(alpha=1.0),
+    dict(alpha=0.4, lam_min=0.3, lam_max=0.6),
+    dict(alpha=2.0, lam_min=0.0, lam_max=0.95, interpolation='bicubic'),
+    dict(alpha=1.0, correct_lam=False),
+    dict(alpha=1.0, cutmix_minmax=[0.3, 0.9], interpolation='bicubic'),
+]
+
+
+def _batch(batch_size, img_h, img_w, dtype=torch.float32, num_classes=7):
+    g = torch.Generator().manual_seed(4321 + batch_size + img_w)
+    if dtype == torch.uint8:
+        inputs = torch.randint(
+            0, 256, (batch_size, 3, img_h, img_w), generator=g).to(torch.uint8)
+    else:
+        inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
+    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
+    return inputs, F.one_hot(labels, num_classes)
+
+
+def _seed_all(s):
+    np.random.seed(s)
+    torch.manual_seed(s)
+    random.seed(s)
+
+
+def _rng_state():
+    """numpy, torch and python random states, comparable with ``==``."""
+    kind, keys, pos, gauss, cached = np.random.get_state()
+    return (kind, keys.tolist(), pos, gauss, cached,
+            torch.get_rng_state().tolist(), random.getstate())
+
+
+def _replayed_box(kwargs, batch_size, img_shape):
+    """mmpretrain's own draws for ResizeMix.mix, replayed from the current
+    RNG state: ``(index, (y1, y2, x1, x2), lam)``."""
+    ref = ResizeMix(**kwargs)
+    lam = np.random.beta(ref.alpha, ref.alpha)
+    lam = lam * (ref.lam_max - ref.lam_min) + ref.lam_min
+    index = torch.randperm(batch_size)
+    box, lam = ref.cutmix_bbox_and_lam(img_shape, lam)
+    return index, tuple(int(v) for v in box), lam
+
+
+@pytest.mark.parametrize('shape', SHAPES)
+@pytest.mark.parametrize('kwargs', KWARGS)
+@pytest.mark.parametrize('dtype', [torch.float32, torch.uint8])
+def test_tl_resizemix_equals_mmpretrain(shape, kwargs, dtype, check_record,
+                                        resized_sources):
+    inputs, scores = _batch(*shape, dtype=dtype)
+    ref_aug, tl_aug = ResizeMix(**kwargs), TLResizeMix(**kwargs)
+    for s in SEEDS:
+        _seed_all(s)
+        # mmpretrain's ResizeMix pastes in place: give it a copy.
+        ref_inputs, ref_scores = ref_aug(inputs.clone(), scores)
+        ref_state = _rng_state()
+        _seed_all(s)
+        before = inputs.clone()
+        mixed, mixed_scores, record = tl_aug.mix_with_record(inputs, scores)
+        assert _rng_state() == ref_state, 'other random draws than ResizeMix'
+        assert torch.equal(inputs, before), 'inputs modified in place'
+        assert mixed.dtype == inputs.dtype
+        assert torch.equal(mixed, ref_inputs)
+        assert torch.equal(mixed_scores, ref_scores)
+        assert mixed_scores.dtype == torch.float32
+        # The drop-in __call__ is mmpretrain's too.
+        _seed_all(s)
+        call_inputs, call_scores = tl_aug(inputs.clone(), scores)
+        assert torch.equal(call_inputs, ref_inputs)
+        assert torch.equal(call_scores, ref_scores)
+        assert _rng_state() == ref_state
+
+        assert record.mode == 'resizemix' and record.num_sources == 2
+        check_record(
+            record,
+            inputs,
+            scores,
+            mixed,
+            mixed_scores,
+            exact_pixels=True,
+            area_is_cls=kwargs.get('correct_lam', True),
+            sources=resized_sources(record, inputs, tl_aug.interpolation))
+
+
+@pytest.mark.parametrize('shape', SHAPES)
+@pytest.mark.parametrize('kwargs', KWARGS)
+def test_the_box_is_wholly_the_resized_partner(shape, kwargs):
+    """Replaying mmpretrain's draws: source 2 has pixel weight 1 exactly in
+    the box and 0 outside; the box holds the whole partner image resized;
+    ``area_share`` gives the mixed scores (the area target) and, with a
+    corrected lambda, is the box's pixel share."""
+    batch_size, img_h, img_w = shape
+    inputs, scores = _batch(*shape)
+    aug = TLResizeMix(**kwargs)
+    for s in SEEDS:
+        _seed_all(s)
+        index, (y1, y2, x1, x2), lam = _replayed_box(kwargs, batch_size,
+                                                     (img_h, img_w))
+        _seed_all(s)
+        mixed, mixed_scores, record = aug.mix_with_record(inputs, scores)
+        box = torch.zeros(img_h, img_w)
+        box[y1:y2, x1:x2] = 1
+        assert 0 < box.sum() < img_h * img_w
+        pw = record.pixel_weights
+        assert torch.equal(pw[:, 1], box.expand(batch_size, -1, -1))
+        assert torch.equal(pw.sum(1), torch.ones(batch_size, img_h, img_w))
+        assert torch.equal(record.source_index[:, 1], index)
+
+        pasted = F.interpolate(inputs[index], size=(y2 - y1, x2 - x1),
+                               mode=aug.interpolation, align_corners=False)
+        assert torch.equal(mixed[:, :, y1:y2, x1:x2], pasted)
+        outside = box == 0
+        assert torch.equal(mixed[:, :, outside], inputs[:, :, outside])
+
+        assert torch.equal(record.area_share[:, 0],
+                           torch.full((batch_size, ), float(lam)))
+        area_target = torch.einsum('bs,bsc->bc', record.area_share,
+                                   record.source_targets(scores.float()))
+        torch.testing.assert_close(area_target, mixed_scores, rtol=0,
+                                   atol=1e-6)
+        if kwargs.get('correct_lam', True):
+            kept = 1 - box.mean().item()
+            assert record.area_share[0, 0].item() == pytest.approx(kept)
+
+
+def test_uncorrected_lam_is_the_drawn_one():
+    """``correct_lam=False``: area_share (and mmpretrain's scores) keep the
+    drawn lambda, in [lam_min, lam_max], not the box's pixel share."""
+    inputs, scores = _batch(4, 32, 32)
+    aug = TLResizeMix(alpha=1.0, lam_min=0.2, lam_max=0.7, correct_lam=False)
+    differs = False
+    for s in SEEDS:
+        _seed_all(s)
+        drawn = np.random.beta(1.0, 1.0) * 0.5 + 0.2
+        _seed_all(s)
+        _, _, record = aug.mix_with_record(inputs, scores)
+        assert record.area_share[0, 0].item() == pytest.approx(drawn)
+        differs |= not torch.allclose(
+            record.pixel_weights.mean((2, 3)), record.area_share, atol=1e-4)
+    assert differs
+
+
+def test_an_empty_box_is_a_clear_error():
+    """On 2x2 images the box side ``int(2 * sqrt(1 - lam)) // 2`` is 0:
+    mmpretrain fails inside F.interpolate, we say why."""
+    inputs, scores = _batch(3, 2, 2)
+    _seed_all(0)
+    with pytest.raises(RuntimeError, match='sizes should be greater than 0'):
+        ResizeMix(alpha=1.0)(inputs.clone(), scores)
+    _seed_all(0)
+    with pytest.raises(ValueError, match=r'TLResizeMix: the box drawn for 2x2'
+                       r' images is empty .*smaller lam_max \(now 0.8\)'):
+        TLResizeMix(alpha=1.0).mix_with_record(inputs, scores)
+
+
+def test_through_tl_random_batch_augment(check_record, resized_sources):
+    """The per-batch switch of Mixup / ResizeMix / nothing, as mmpretrain's
+    RandomBatchAugment draws it."""
+    inputs, scores = _batch(6, 32, 32)
+    ref = RandomBatchAugment(
+        [dict(type='Mixup', alpha=0.8),
+         dict(type='ResizeMix', alpha=1.0)], probs=[0.4, 0.4])
+    tl = TLRandomBatchAugment(
+        [dict(type='TLMixup', alpha=0.8),
+         dict(type='TLResizeMix', alpha=1.0)], probs=[0.4, 0.4])
+    assert isinstance(tl.augments[1], TLResizeMix)
+    modes = set()
+    for s in range(20):
+        _seed_all(s)
+        ref_inputs, ref_scores = ref(inputs.clone(), scores)
+        ref_state = _rng_state()
+        _seed_all(s)
+        mixed, mixed_scores, record = tl.mix_with_record(inputs, scores)
+        assert _rng_state() == ref_state
+        assert torch.equal(mixed, ref_inputs)
+        assert torch.equal(mixed_scores, ref_scores)
+        modes.add(record.mode)
+        sources = resized_sources(record, inputs, 'bilinear') \
+            if record.mode == 'resizemix' else None
+        check_record(record, inputs, scores, mixed, mixed_scores,
+                     exact_pixels=record.mode != 'mixup', sources=sources)
+    assert modes == {'resizemix', 'mixup', 'none'}
+
+
+def test_plain_resizemix_is_refused_with_the_fix():
+    with pytest.raises(TypeError, match='use `TLResizeMix` instead of '
+                       '`ResizeMix`'):
+        TLRandomBatchAugment([dict(type='ResizeMix', alpha=1.0)])
+    assert isinstance(BATCH_AUGMENTS.build(dict(type='ResizeMix', alpha=1.0)),
+                      ResizeMix)
+
+
+@pytest.mark.parametrize('batch_size,sizes,pad', [
+    (5, ((40, 56), ), 1),
+    (3, ((40, 56), (33, 50)), 16),  # padded, mixed sizes
+])
+def test_through_the_data_preprocessor(batch_size, sizes, pad):
+    """TLAlignDataPreprocessor gives ClsDataPreprocessor's inputs and
+    gt_score with mmpretrain's ResizeMix, and the record with them."""
+    def build(tl):
+        prefix = 'TL' if tl else ''
+        return MODELS.build(dict(
+            type='TLAlignDataPreprocessor' if tl else 'ClsDataPreprocessor',
+            mean=MEAN, std=STD, num_classes=5, pad_size_divisor=pad,
+            batch_augments=dict(augments=[
+                dict(type=f'{prefix}Mixup', alpha=0.8),
+                dict(type=f'{prefix}ResizeMix', alpha=1.0)
+            ], probs=[0.3, 0.6])))
+
+    tl, ref = build(True), build(False)
+    modes = set()
+    for s in range(10):
+        _seed_all(s)
+        ref_out = ref(_data(batch_size, sizes), training=True)
+        _seed_all(s)
+        out = tl(_data(batch_size, sizes), training=True)
+        assert torch.equal(out['inputs'], ref_out['inputs'])
+        mix = out['mix']
+        modes.add(mix.mode)
+        gt = torch.stack([d.gt_score for d in out['data_samples']])
+        ref_gt = torch.stack([d.gt_score for d in ref_out['data_samples']])
+        assert torch.equal(gt, ref_gt)
+        torch.testing.assert_close(
+            torch.einsum('bs,bsc->bc', mix.area_share, mix.targets), gt,
+            rtol=0, atol=1e-6)
+        assert mix.pixel_weights.shape[-2:] == out['inputs'].shape[-2:]
+        if mix.mode == 'resizemix':
+            torch.testing.assert_close(mix.pixel_weights.mean((2, 3)),
+                                       mix.area_share, rtol=0, atol=1e-6)
+    assert 'resizemix' in modes
+
+
+def test_aligned_vit_labels_are_the_dense_reference():
+    """A ResizeMix record through a tiny ViT (8-pixel patches, 32x32):
+    the aligned labels match the dense reference to 1e-5 and are
+    distributions; patch tokens cut by the box edge start fractional."""
+    vit = build_vit()
+    inputs, scores = _batch(4, 32, 32, num_classes=10)
+    aug = TLResizeMix(alpha=1.0)
+    fractional = moved = False
+    for s in range(4):
+        _seed_all(s)
+        _, (y1, y2, x1, x2), _ = _replayed_box({'alpha': 1.0}, 4, (32, 32))
+        box = torch.zeros(1, 1, 32, 32)
+        box[..., y1:y2, x1:x2] = 1
+        _seed_all(s)
+        mixed, mixed_scores, record = aug.mix_with_record(inputs, scores)
+        targets = record.source_targets(scores.float())
+        labels, history = align_labels(vit, mixed, record.pixel_weights,
+                                       targets, record.area_share,
+                                       return_token_labels=True)
+        with torch.no_grad():
+            ref, _, _ = dense_vit_labels(vit, mixed, record.pixel_weights,
+                                         targets, record.area_share, patch=8)
+        assert (labels.double() - ref).abs().max() <= 1e-5
+        torch.testing.assert_close(labels.sum(-1), torch.ones(4), rtol=0,
+                                   atol=1e-5)
+        assert bool((labels >= -1e-6).all())
+        for token_labels in history:  # (B, N, S) source weights
+            torch.testing.assert_close(token_labels.sum(-1),
+                                       torch.ones(token_labels.shape[:2]),
+                                       rtol=0, atol=1e-5)
+        # The class token starts at the area target.
+        torch.testing.assert_close(history[0][:, 0], record.area_share)
+        # Each patch token starts at the share of its pixels in the box.
+        patch_share = history[0][:, 1:, 1]
+        torch.testing.assert_close(
+            patch_share, F.avg_pool2d(box, 8).flatten(1).expand(4, -1))
+        fractional |= bool(((patch_share > 0) & (patch_share < 1)).any())
+        moved |= (labels - mixed_scores).abs().max().item() > 1e-3
+    assert fractional, 'no box cut through a patch: the test checks less'
+    assert moved, 'the alignment moved nothing: the test cannot fail'
+
+
+def test_tlalign_classifier_trains_on_resizemix():
+    """The loss path: TLAlignClassifier with TLResizeMix sets the aligned
+    label (a distribution) as the head's gt_score."""
+    torch.manual_seed(0)
+    model = MODELS.build(model_cfg(aug='TLResizeMix'))
+    model.init_weights()
+    model.train()
+    _seed_all(1)
+    batch = model.data_preprocessor(fake_batch(4), training=True)
+    mix = batch['mix']
+    assert mix.mode == 'resizemix'
+    model.backbone.eval()  # no drop-path: a deterministic reference
+    expected = align_labels(model.backbone, batch['inputs'],
+                            mix.pixel_weights, mix.targets, mix.area_share)
+    losses = model(**batch, mode='loss')
+    assert torch.isfinite(losses['loss'])
+    aligned = torch.stack([s.gt_score for s in batch['data_samples']])
+    torch.testing.assert_close(aligned, expected)
+    torch.testing.assert_close(aligned.sum(-1), torch.ones(4))
