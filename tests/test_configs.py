@@ -1,6 +1,6 @@
 """Every config resolves to the dict recorded in tests/config_snapshot.txt;
-every TL-Align ImageNet config differs from its CutMix twin only in the
-target.
+every TL-Align ImageNet config differs from its CutMix (or ResizeMix) twin
+only in the target.
 
 The snapshot holds a digest of each config's resolved dict
 (``Config.fromfile(path).to_dict()``, with the configs' ``{{$VAR:...}}``
@@ -34,10 +34,20 @@ ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 ALL = sorted(
     p for p in glob.glob(osp.join(ROOT, 'configs', '**', '*.py'),
                          recursive=True) if '_base_' not in p)
+
+
+def twin_of(path):
+    """The area-target twin of a TL-Align config: ``*_tlalign.py`` ->
+    ``*_cutmix.py``, ``*_tlalign-resizemix.py`` -> ``*_resizemix.py``."""
+    return path.replace('_tlalign.py', '_cutmix.py').replace(
+        '_tlalign-resizemix.py', '_resizemix.py')
+
+
 TWINS = sorted(
-    p for p in glob.glob(osp.join(ROOT, 'configs', 'tlalign', '*_tlalign.py'))
-    if osp.exists(p.replace('_tlalign.py', '_cutmix.py')))
-TL_AUGMENTS = {'TLMixup': 'Mixup', 'TLCutMix': 'CutMix'}
+    p for p in glob.glob(osp.join(ROOT, 'configs', 'tlalign', '*_tlalign*.py'))
+    if twin_of(p) != p and osp.exists(twin_of(p)))
+TL_AUGMENTS = {'TLMixup': 'Mixup', 'TLCutMix': 'CutMix',
+               'TLResizeMix': 'ResizeMix'}
 
 
 def rel(path):
@@ -68,19 +78,20 @@ def _without_target(model):
     model = dict(model)
     model.pop('type')
     augments = model.pop('train_cfg')['augments']
-    return model, [a['type'] for a in augments]
+    return model, [(a.pop('type'), a) for a in map(dict, augments)]
 
 
 @pytest.mark.parametrize('path', TWINS, ids=rel)
 def test_only_the_target_differs_from_the_cutmix_twin(path):
     ours = Config.fromfile(path)
-    twin = Config.fromfile(path.replace('_tlalign.py', '_cutmix.py'))
+    twin = Config.fromfile(twin_of(path))
     assert ours.model.type == 'TLAlignClassifier'
     assert twin.model.type == 'ImageClassifier'
     ours_model, ours_aug = _without_target(ours.model.to_dict())
     twin_model, twin_aug = _without_target(twin.model.to_dict())
     assert ours_model == twin_model
-    assert [TL_AUGMENTS[a] for a in ours_aug] == twin_aug
+    # The recording augments, with the same arguments.
+    assert [(TL_AUGMENTS[a], args) for a, args in ours_aug] == twin_aug
     strip = ('model', 'custom_imports', 'filename')
     assert {k: v for k, v in ours.to_dict().items() if k not in strip} == \
         {k: v for k, v in twin.to_dict().items() if k not in strip}
@@ -90,7 +101,23 @@ def test_only_the_target_differs_from_the_cutmix_twin(path):
     'path', [p for p in TWINS if 'base' not in osp.basename(p)], ids=rel)
 def test_tlalign_model_has_the_twins_checkpoint_keys(path):
     ours = MODELS.build(Config.fromfile(path).model)
-    twin = MODELS.build(
-        Config.fromfile(path.replace('_tlalign.py', '_cutmix.py')).model)
+    twin = MODELS.build(Config.fromfile(twin_of(path)).model)
     assert type(ours.data_preprocessor).__name__ == 'TLAlignDataPreprocessor'
     assert set(ours.state_dict()) == set(twin.state_dict())
+
+
+def test_the_resizemix_twin_only_swaps_cutmix_for_resizemix():
+    """The ResizeMix recipe is the DeiT-S CutMix twin with its CutMix 1.0
+    swapped for ResizeMix at mmpretrain's defaults (resizemix.py:55-61)."""
+    ours = Config.fromfile(osp.join(
+        ROOT, 'configs/tlalign/deit-small_4xb256_in1k_resizemix.py')).to_dict()
+    twin = Config.fromfile(osp.join(
+        ROOT, 'configs/tlalign/deit-small_4xb256_in1k_cutmix.py')).to_dict()
+    augments = ours['model']['train_cfg'].pop('augments')
+    twin_augments = twin['model']['train_cfg'].pop('augments')
+    assert twin_augments == [dict(type='Mixup', alpha=0.8),
+                             dict(type='CutMix', alpha=1.0)]
+    assert augments == [
+        dict(type='Mixup', alpha=0.8),
+        dict(type='ResizeMix', alpha=1.0, lam_min=0.1, lam_max=0.8)]
+    assert ours == twin

@@ -1,0 +1,13 @@
+# TL-Align on the ResizeMix twin (deit-small_4xb256_in1k_resizemix.py):
+# everything but the training target is that config's. TLResizeMix draws
+# exactly what ResizeMix draws and records the pasted box as wholly the
+# partner's pixels; alignment leaves Mixup labels unchanged.
+_base_ = ['./deit-small_4xb256_in1k_resizemix.py']
+
+model = dict(
+    type='TLAlignClassifier',
+    train_cfg=dict(augments=[
+        dict(type='TLMixup', alpha=0.8),
+        dict(type='TLResizeMix', alpha=1.0, lam_min=0.1, lam_max=0.8),
+    ]),
+)
