@@ -254,11 +254,13 @@ def test_deit_small_transmix_config():
     assert cfg.train_cfg.max_epochs == 300
 
 
-def test_transmix_keeps_the_patch_mix_target():
-    # Patch mixing is a hard mask too, but TransMix is defined for CutMix
-    # boxes only: the record's mode, not the mask, decides.
-    model = build('transmix', aug='TLPatchMix')
+@pytest.mark.parametrize('aug', ['TLPatchMix', 'TLResizeMix'])
+def test_transmix_keeps_the_patch_and_resize_mix_target(aug):
+    # Patch mixing and ResizeMix's pasted box are hard masks too, but
+    # TransMix is defined for CutMix boxes only: the record's mode, not the
+    # mask, decides.
+    model = build('transmix', aug=aug)
     batch = mixed_batch(model)
-    assert batch['mix'].mode == 'patchmix'
+    assert batch['mix'].mode == aug[2:].lower()
     expected = torch.stack([s.gt_score for s in batch['data_samples']])
     assert torch.equal(trained_target(model, batch), expected)
