@@ -76,6 +76,16 @@ class Recorder:
         """Hooks recording ``block``'s attention into ``recording``."""
         raise NotImplementedError
 
+    def record_drop_path(self, block: Block,
+                         recording: 'Recording') -> List[RemovableHandle]:
+        """Hooks recording the keep decision of ``block``'s attention
+        branch drop-path (a forward hook on it, by default)."""
+        if block.drop_path is None or isinstance(block.drop_path,
+                                                 nn.Identity):
+            return []
+        return [block.drop_path.register_forward_hook(
+            partial(_record_drop_path, recording))]
+
     def patch_embed(self, backbone: nn.Module) -> nn.Module:
         """The module that makes the first tokens from the image."""
         embed = getattr(backbone, 'patch_embed', None)
@@ -160,10 +170,7 @@ class Recording:
         handles: List[RemovableHandle] = []
         for block in blocks:
             handles += recorder.record_attention(block, self)
-            if block.drop_path is not None and not isinstance(
-                    block.drop_path, nn.Identity):
-                handles.append(block.drop_path.register_forward_hook(
-                    partial(_record_drop_path, self)))
+            handles += recorder.record_drop_path(block, self)
         for module in recorder.token_steps(backbone):
             handles.append(module.register_forward_pre_hook(
                 partial(_record_token_step, self, token_rule(module)),
