@@ -48,7 +48,8 @@ class Recorder:
     """What a family of backbones supplies (stateless): its
     :attr:`attention_types` (dispatch is by attention module),
     :meth:`blocks`, :meth:`record_attention`, and where the defaults do not
-    fit, the patch embedding, extra tokens, head input and readout."""
+    fit, the drop-path's hook, patch embedding, extra tokens, head input and
+    readout."""
 
     #: Import paths (``'package.module.Class'``) of the attention modules
     #: this recorder reads, subclasses included.
