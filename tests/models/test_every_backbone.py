@@ -1,7 +1,7 @@
 """What every supported backbone must satisfy, one suite for all of them.
 
 Per-architecture exactness against dense references lives in
-``test_{vit,swin,pvt}_alignment.py`` and ``test_spt_lsa.py``; here:
+``test_{vit,swin,pvt,beit}_alignment.py`` and ``test_spt_lsa.py``; here:
 
 - labels are float32 distributions after every block, in eval and in
   training with drop-path and attention dropout;
@@ -31,11 +31,13 @@ import tlalign_mm.core.records
 from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 from tlalign_mm.models.recorders import (
+    BEiTRecorder,
     TimmViTRecorder,
     ViTRecorder,
     get_recorder,
 )
 
+from . import test_beit_alignment as beit_tests
 from . import test_pvt_alignment as pvt_tests
 from . import test_spt_lsa as sl_tests
 from . import test_swin_alignment as swin_tests
@@ -127,6 +129,10 @@ BACKBONES = {
         reg_tokens=2), 32),
     'timm distilled DeiT': (
         lambda: build_timm('deit_tiny_distilled_patch16_224'), 32),
+    'BEiT, pooled': (lambda: beit_tests.build_beit(drop_path_rate=0.1), 32),
+    'BEiT, shared bias, cls': (lambda: beit_tests.build_beit(
+        drop_path_rate=0.1, out_type='cls_token', use_rel_pos_bias=False,
+        use_shared_rel_pos_bias=True), 32),
 }
 NAMES = list(BACKBONES)
 
@@ -166,7 +172,7 @@ def set_dropouts(backbone, drop_path=0.5, attention=0.2):
         elif isinstance(getattr(attn, 'attn', None), nn.MultiheadAttention):
             attn.attn.dropout = attention  # PVT
         elif isinstance(getattr(attn, 'attn_drop', None), nn.Dropout):
-            attn.attn_drop.p = attention  # timm
+            attn.attn_drop.p = attention  # timm, BEiT
         else:
             attn.attn_drop = attention  # mmpretrain MultiheadAttention
 
@@ -210,7 +216,7 @@ class EyeSoftmax(nn.Softmax):
 
 
 def eye_softmax(module, args):
-    """timm's explicit path: ``attn_drop`` gets ``A = I``."""
+    """timm's explicit path and BEiT: ``attn_drop`` gets ``A = I``."""
     attn = args[0]
     return (torch.eye(attn.shape[-1]).expand_as(attn), )
 
@@ -227,6 +233,8 @@ def make_attention_identity(backbone, monkeypatch):
         attn = block.attention
         if isinstance(get_recorder(backbone), TimmViTRecorder):
             attn.fused_attn = False
+            attn.attn_drop.register_forward_pre_hook(eye_softmax)
+        elif isinstance(get_recorder(backbone), BEiTRecorder):
             attn.attn_drop.register_forward_pre_hook(eye_softmax)
         elif isinstance(get_recorder(backbone), ViTRecorder):
             pass
@@ -286,8 +294,8 @@ def ReturnModule(module):
     return module
 
 
-@pytest.mark.parametrize('name',
-                         ['ViT', 'Swin, padded', 'PVT v2', 'timm DeiT'])
+@pytest.mark.parametrize(
+    'name', ['ViT', 'Swin, padded', 'PVT v2', 'timm DeiT', 'BEiT, pooled'])
 def test_a_deep_copy_traces_on_its_own(name):
     plain, side = build(name)
     built = MODELS.build(dict(type='TLAlignBackbone',

@@ -6,13 +6,15 @@ from supported modules (``DeiT3``, SL-ViT) needs no code of its own.
 import torch.nn as nn
 
 from .base import Block, Recorder, Recording, label_math
+from .beit import BEiTRecorder
 from .pvt import PVTRecorder
 from .swin import SwinRecorder
 from .timm_vit import TimmViTRecorder
 from .token_rules import register_token_rule, token_labels, token_rule
 from .vit import ViTRecorder
 
-RECORDERS = (ViTRecorder(), SwinRecorder(), PVTRecorder(), TimmViTRecorder())
+RECORDERS = (ViTRecorder(), SwinRecorder(), PVTRecorder(), TimmViTRecorder(),
+             BEiTRecorder())
 
 
 def get_recorder(backbone) -> Recorder:
@@ -46,6 +48,7 @@ def start_recording(backbone: nn.Module) -> Recording:
 
 
 __all__ = [
+    'BEiTRecorder',
     'Block', 'PVTRecorder', 'RECORDERS', 'Recorder', 'Recording',
     'SwinRecorder', 'TimmViTRecorder', 'ViTRecorder', 'get_recorder',
     'label_math', 'register_token_rule', 'start_recording', 'token_labels',

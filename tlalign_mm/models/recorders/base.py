@@ -48,7 +48,8 @@ class Recorder:
     """What a family of backbones supplies (stateless): its
     :attr:`attention_types` (dispatch is by attention module),
     :meth:`blocks`, :meth:`record_attention`, and where the defaults do not
-    fit, the patch embedding, extra tokens, head input and readout."""
+    fit, the drop-path's hook, patch embedding, extra tokens, head input and
+    readout."""
 
     #: Import paths (``'package.module.Class'``) of the attention modules
     #: this recorder reads, subclasses included.
@@ -75,6 +76,16 @@ class Recorder:
                          recording: 'Recording') -> List[RemovableHandle]:
         """Hooks recording ``block``'s attention into ``recording``."""
         raise NotImplementedError
+
+    def record_drop_path(self, block: Block,
+                         recording: 'Recording') -> List[RemovableHandle]:
+        """Hooks recording the keep decision of ``block``'s attention
+        branch drop-path (a forward hook on it, by default)."""
+        if block.drop_path is None or isinstance(block.drop_path,
+                                                 nn.Identity):
+            return []
+        return [block.drop_path.register_forward_hook(
+            partial(_record_drop_path, recording))]
 
     def patch_embed(self, backbone: nn.Module) -> nn.Module:
         """The module that makes the first tokens from the image."""
@@ -160,10 +171,7 @@ class Recording:
         handles: List[RemovableHandle] = []
         for block in blocks:
             handles += recorder.record_attention(block, self)
-            if block.drop_path is not None and not isinstance(
-                    block.drop_path, nn.Identity):
-                handles.append(block.drop_path.register_forward_hook(
-                    partial(_record_drop_path, self)))
+            handles += recorder.record_drop_path(block, self)
         for module in recorder.token_steps(backbone):
             handles.append(module.register_forward_pre_hook(
                 partial(_record_token_step, self, token_rule(module)),

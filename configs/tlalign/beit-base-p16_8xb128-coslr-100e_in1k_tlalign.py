@@ -1,0 +1,13 @@
+# TL-Align on mmpretrain's BEiT-B ImageNet fine-tune: labels follow each
+# block's attention (relative position bias included); the target is the mean
+# label of the patch tokens (what ln2 of their mean feeds the head).
+# Everything else is the CutMix twin's.
+_base_ = ['./beit-base-p16_8xb128-coslr-100e_in1k_cutmix.py']
+
+model = dict(
+    type='TLAlignClassifier',
+    train_cfg=dict(augments=[
+        dict(type='TLMixup', alpha=0.8),
+        dict(type='TLCutMix', alpha=1.0),
+    ]),
+)
