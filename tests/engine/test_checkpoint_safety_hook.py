@@ -98,6 +98,24 @@ def test_load_hooks_run_before_shapes_are_compared():
                                   cls_token=torch.zeros(1, 1, 8)), 'x')
 
 
+def test_keys_a_load_hook_drops_are_not_missing():
+    """SwinTransformerV2's load hook deletes two buffers it rebuilds from
+    its window size: its own checkpoint loads strictly; a file without a
+    weight still fails."""
+    from mmpretrain.models import SwinTransformerV2
+    swin = SwinTransformerV2(
+        arch=dict(embed_dims=8, depths=[1], num_heads=[1],
+                  extra_norm_every_n_blocks=0), window_size=4,
+        img_size=32, out_indices=(0, ))
+    state = swin.state_dict()
+    assert any(k.endswith('relative_coords_table') for k in state)
+    assert load_strictly(swin, state, 'v2.pth')[0] == []
+    state.pop('norm0.weight')
+    with pytest.raises(CheckpointMismatchError,
+                       match=r'missing in the checkpoint \(1\): norm0.weight'):
+        load_strictly(swin, state, 'v2.pth')
+
+
 def test_a_prefix_and_allowed_keys():
     state = {'backbone.weight': torch.ones(8, 4), 'backbone.bias':
              torch.ones(8), 'head.weight': torch.ones(3, 8)}

@@ -94,7 +94,12 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
     mismatched: List[str] = []
     try:
         result = module.load_state_dict(state_dict, strict=False)
-        missing, unexpected = result.missing_keys, result.unexpected_keys
+        # A key the file holds that the module's own load hook drops is not
+        # missing from it: SwinTransformerV2 deletes its buffers
+        # relative_position_index and relative_coords_table to rebuild them
+        # from its window size.
+        missing = [k for k in result.missing_keys if k not in state_dict]
+        unexpected = result.unexpected_keys
     except RuntimeError as error:
         mismatched = [f'{k} {_shape(a)} in the checkpoint, {_shape(b)} in '
                       'the model'
