@@ -98,6 +98,31 @@ def test_load_hooks_run_before_shapes_are_compared():
                                   cls_token=torch.zeros(1, 1, 8)), 'x')
 
 
+def test_keys_a_load_hook_drops_unchanged_are_not_missing():
+    """SwinTransformerV2's load hook drops two buffers it rebuilds from its
+    window size: its own checkpoint loads strictly; one of another window
+    size lists them as missing; a file without a weight still fails."""
+    from mmpretrain.models import SwinTransformerV2
+
+    def swin(window_size):
+        return SwinTransformerV2(
+            arch=dict(embed_dims=8, depths=[1], num_heads=[1],
+                      extra_norm_every_n_blocks=0), window_size=window_size,
+            img_size=32, out_indices=(0, ))
+
+    own = swin(4)
+    state = own.state_dict()
+    assert any(k.endswith('relative_coords_table') for k in state)
+    assert load_strictly(own, state, 'v2.pth')[0] == []
+    with pytest.raises(CheckpointMismatchError, match=r'missing in the '
+                       r'checkpoint \(2\): .*relative_coords_table'):
+        load_strictly(swin(8), state, 'v2.pth')
+    state.pop('norm0.weight')
+    with pytest.raises(CheckpointMismatchError,
+                       match=r'missing in the checkpoint \(1\): norm0.weight'):
+        load_strictly(own, state, 'v2.pth')
+
+
 def test_a_prefix_and_allowed_keys():
     state = {'backbone.weight': torch.ones(8, 4), 'backbone.bias':
              torch.ones(8), 'head.weight': torch.ones(3, 8)}

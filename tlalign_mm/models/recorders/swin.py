@@ -1,10 +1,17 @@
-"""Recording mmpretrain's ``SwinTransformer`` (and SL-Swin, whose LSA
-``LocalityWindowMSA`` also computes its softmax through ``self.softmax``).
+"""Recording mmpretrain's ``SwinTransformer``, ``SwinTransformerV2`` and
+SL-Swin: their ``ShiftWindowMSA`` wraps a ``WindowMSA``, a
+``WindowMSAV2`` or LSA's ``LocalityWindowMSA``, each computing its softmax
+through ``self.softmax``.
 
-- ``WindowMSA.softmax`` (an ``nn.Softmax``): its output is the attention
-  the tokens use (scale, relative position bias, shift and LSA masks
-  applied; before ``attn_drop``), saved by autograd anyway: recorded as
-  probabilities.
+- ``w_msa.softmax`` (an ``nn.Softmax``): its output is the attention the
+  tokens use (V1: scale and relative position bias; V2: cosine similarity
+  times the clamped ``logit_scale`` plus ``16 * sigmoid`` of the CPB MLP;
+  shift and LSA masks applied; before ``attn_drop``), saved by autograd
+  anyway: recorded as probabilities.
+- Token steps wherever they run (V1 merges after a stage's blocks, V2
+  before them); the head reads ``norm{i}`` of the last output stage. V2's
+  post-norm blocks (``x + norm1(attn(x))``) move labels as V1's: the
+  dropped branch ``norm1(0)`` is a constant, which carries no token.
 - ``ShiftWindowMSA``'s ``hw_shape`` gives the :class:`Windows` key map:
   labels padded, rolled and partitioned like the tokens
   (``window_partition``'s layout); ``Ā Y`` back like ``window_reverse``,
@@ -23,6 +30,7 @@ import torch.nn.functional as F
 from tlalign_mm.core import Attention
 
 from .base import Block, Recorder, last_output_stage
+from .token_rules import token_rule
 
 
 class Windows(NamedTuple):
@@ -87,8 +95,8 @@ def _record_windows(recording, msa, module, args, kwargs, output) -> None:
 
 
 class SwinRecorder(Recorder):
-    """mmpretrain ``SwinTransformer`` and subclasses (SL-Swin). See the
-    module docstring."""
+    """mmpretrain ``SwinTransformer`` (and SL-Swin), ``SwinTransformerV2``.
+    See the module docstring."""
 
     attention_types = ('mmpretrain.models.utils.attention.ShiftWindowMSA', )
 
@@ -100,6 +108,13 @@ class SwinRecorder(Recorder):
                 'no stages.')
         self.blocks(backbone)
         self.head_input(backbone)
+        for stage in backbone.stages:
+            merge = getattr(stage, 'downsample', None)
+            if merge is not None and token_rule(merge) is None:
+                raise NotImplementedError(
+                    f'TL-Align has no label rule for {type(merge).__name__}'
+                    ", the downsample of a Swin stage; register one with "
+                    'tlalign_mm.models.recorders.register_token_rule.')
 
     def blocks(self, backbone: nn.Module) -> List[Block]:
         blocks = []

@@ -98,12 +98,15 @@ def conv_embed_labels(embed: nn.Module,
                          _adaptive_pre_pad(adaptive, label_map.shape[-2:]))
 
 
-@register_token_rule('mmcv.cnn.bricks.transformer.PatchMerging')
+@register_token_rule('mmcv.cnn.bricks.transformer.PatchMerging',
+                     'mmpretrain.models.utils.embed.PatchMerging')
 def patch_merging_labels(merging: nn.Module,
                          label_map: torch.Tensor) -> torch.Tensor:
-    """mmcv's ``PatchMerging``: a merged token's label is the mean label of
-    the tokens its ``nn.Unfold`` window gathers (their sum, renormalised),
-    the adaptive padding carrying no mass."""
+    """mmcv's ``PatchMerging`` (Swin) and mmpretrain's copy of it (Swin V2;
+    not a subclass, and its ``use_post_norm`` only moves the norm after the
+    reduction): a merged token's label is the mean label of the tokens its
+    ``nn.Unfold`` window gathers (their sum, renormalised), the adaptive
+    padding carrying no mass."""
     return window_labels(
         merging.sampler, label_map,
         _adaptive_pre_pad(merging.adaptive_padding, label_map.shape[-2:]))
