@@ -97,7 +97,7 @@ def test_skip_sampler_skips_indices_then_runs_the_callback():
     assert len(loader) == 4
     # a custom batch sampler: not touched
     custom = DataLoader(list(range(4)), batch_sampler=_Custom())
-    assert not SkipSampler.install(custom, 1)
+    assert not SkipSampler.install(custom, 1, print)
 
 
 class _Custom(BatchSampler):
