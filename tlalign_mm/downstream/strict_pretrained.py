@@ -114,7 +114,8 @@ class StrictPretrainedInit:
                f'{key_list(missing)}' if missing else '')
             + (f'; ignored (allow_unexpected): {key_list(unexpected)}'
                if unexpected else '')
-            + ''.join(f'; {k} resized by the load hook {a}->{b}'
-                      for k, a, b in resized), logger='current')
+            + ("; resized by the backbone's load hook: " + ', '.join(
+                f'{k} {a}->{b}' for k, a, b in resized) if resized else ''),
+            logger='current')
         if hasattr(module, '_params_init_info'):
             update_init_info(module, f'strictly loaded from {source}')
