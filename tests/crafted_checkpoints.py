@@ -16,7 +16,7 @@ Loading paths (after the config opt-in line's import,
 * ``open-mmlab``: an ``open-mmlab://`` name resolved through mmengine's
   model-zoo table to that URL;
 * ``pretrained``: the strict ``init_cfg=dict(type='Pretrained',
-  _scope_='tlalign_mm.downstream')`` on a model.
+  _scope_='tlalign_mm')`` on a model.
 """
 import collections
 import json
@@ -187,7 +187,7 @@ def _paths(folder):
     from mmengine.runner import load_checkpoint
 
     model = torch.nn.Linear(2, 1)
-    init = dict(type='Pretrained', _scope_='tlalign_mm.downstream',
+    init = dict(type='Pretrained', _scope_='tlalign_mm',
                 prefix='', strict=True)
 
     def pretrained(name):

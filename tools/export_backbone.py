@@ -23,7 +23,7 @@ neither ``tlalign_mm`` nor the allow-list to load.
 dict instead, head included, that ``timm.create_model(name,
 pretrained=False, **kwargs).load_state_dict(sd, strict=True)`` loads; the
 export checks exactly that and prints the call
-(:mod:`tlalign_mm.downstream.export_timm`).
+(:func:`tlalign_mm.downstream.export.export_timm`).
 """
 import argparse
 import os.path as osp
@@ -32,7 +32,12 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from tlalign_mm.checkpoint import install, run_tool  # noqa: E402
-from tlalign_mm.downstream.export import TARGETS, check_export, export_backbone  # noqa: E402
+from tlalign_mm.downstream.export import (  # noqa: E402
+    TARGETS,
+    check_export,
+    export_backbone,
+    export_timm,
+)
 
 
 def parse_args(argv=None):
@@ -40,65 +45,43 @@ def parse_args(argv=None):
         description='Export the backbone tensors of a classifier checkpoint')
     parser.add_argument('checkpoint', help='Runner checkpoint (.pth)')
     parser.add_argument('out', help='output file')
-    parser.add_argument(
-        '--to', choices=TARGETS, default='mmpretrain',
-        help='library that fine-tunes it (recorded in meta; the layout is '
-        "mmpretrain's for all, see the module docstring)")
-    parser.add_argument(
-        '--prefix', default='backbone.',
-        help="the backbone's key prefix in the checkpoint")
-    parser.add_argument(
-        '--check', metavar='CONFIG',
-        help='downstream config whose backbone must load OUT strictly')
-    parser.add_argument(
-        '--format', choices=('mmpretrain', 'timm'), default='mmpretrain',
-        help="'timm': a plain timm state dict of a PooledTIMMBackbone "
-        'classifier, head included')
-    parser.add_argument(
-        '--config',
-        help='--format timm: the training config, if the checkpoint does '
-        'not record it')
+    parser.add_argument('--to', choices=TARGETS, default='mmpretrain',
+                        help='library that fine-tunes it (recorded in meta)')
+    parser.add_argument('--prefix', default='backbone.',
+                        help="the backbone's key prefix in the checkpoint")
+    parser.add_argument('--check', metavar='CONFIG', help='downstream config '
+                        'whose backbone must load OUT strictly')
+    parser.add_argument('--format', choices=('mmpretrain', 'timm'),
+                        default='mmpretrain', help="'timm': a plain timm "
+                        'state dict of a PooledTIMMBackbone classifier')
+    parser.add_argument('--config', help='--format timm: the training '
+                        'config, if the checkpoint does not record it')
     args = parser.parse_args(argv)
-    if _same_file(args.checkpoint, args.out):
+    a, b = args.checkpoint, args.out
+    if osp.samefile(a, b) if osp.exists(a) and osp.exists(b) else \
+            osp.realpath(a) == osp.realpath(b):
         parser.error(
-            f'OUT {args.out!r} is the input checkpoint {args.checkpoint!r}: '
-            'exporting would replace the training checkpoint (optimizer, '
-            'schedules, head) by the backbone alone. Give another OUT, e.g. '
-            f'{_suggest(args.checkpoint)!r}.')
+            f'OUT {b!r} is the input checkpoint {a!r}: exporting would '
+            'replace the training checkpoint (optimizer, schedules, head) by '
+            'the backbone alone. Give another OUT, e.g. '
+            f'{osp.splitext(a)[0] + "_backbone.pth"!r}.')
+    if args.check and args.format == 'timm':
+        parser.error('--check is for --format mmpretrain; --format timm '
+                     'always checks the export against timm.create_model.')
     return args
-
-
-def _same_file(a: str, b: str) -> bool:
-    """``a`` and ``b`` name one file (symlinks and hard links included)."""
-    if osp.exists(a) and osp.exists(b):
-        return osp.samefile(a, b)
-    return osp.realpath(a) == osp.realpath(b)
-
-
-def _suggest(checkpoint: str) -> str:
-    stem, ext = osp.splitext(checkpoint)
-    return f'{stem}_backbone{ext or ".pth"}'
-
-
-def export_timm_main(args):
-    """``--format timm``: see :mod:`tlalign_mm.downstream.export_timm`."""
-    from tlalign_mm.downstream.export_timm import export_timm
-    if args.check:
-        raise SystemExit('--check is for --format mmpretrain; --format timm '
-                         'always checks the export against timm.create_model.')
-    info = export_timm(args.checkpoint, args.out, args.config)
-    kwargs = ''.join(f', {k}={v!r}' for k, v in info['kwargs'].items())
-    print(f"exported {info['num_tensors']} tensors to {args.out} "
-          f"(timm layout; head: {info['head'] or 'none'})")
-    print(f"check: timm.create_model({info['model_name']!r}, "
-          f'pretrained=False{kwargs}) loads it with strict=True')
 
 
 def main(argv=None):
     args = parse_args(argv)
     install()  # every load through tlalign_mm.checkpoint.load
     if args.format == 'timm':
-        return export_timm_main(args)
+        info = export_timm(args.checkpoint, args.out, args.config)
+        kwargs = ''.join(f', {k}={v!r}' for k, v in info['kwargs'].items())
+        print(f"exported {info['num_tensors']} tensors to {args.out} (timm "
+              f"layout; head: {info['head'] or 'none'})\ncheck: "
+              f"timm.create_model({info['model_name']!r}, pretrained=False"
+              f'{kwargs}) loads it with strict=True')
+        return
     meta = export_backbone(args.checkpoint, args.out, args.to, args.prefix)
     print(f"exported {meta['num_tensors']} tensors "
           f"({meta['num_params']:,} parameters) under {args.prefix!r} to "

@@ -44,72 +44,33 @@ def parse_args():
         description='Test (and eval) a model (mmpretrain, mmseg or mmdet)')
     parser.add_argument('config', help='test config file path')
     parser.add_argument('checkpoint', help='checkpoint file')
-    parser.add_argument(
-        '--work-dir',
-        help='the directory to save the file containing evaluation metrics')
-    parser.add_argument(
-        '--out',
-        help='the file to output results (mmdet: a .pkl file; mmseg: a '
-        'directory for the predicted segmentation maps).')
-    parser.add_argument(
-        '--out-item',
-        choices=['metrics', 'pred'],
-        help='To output whether metrics or predictions. '
-        'Defaults to output predictions.')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override some settings in the used config, the key-value pair '
-        'in xxx=yyy format will be merged into config file. If the value to '
-        'be overwritten is a list, it should be like key="[a,b]" or key=a,b '
-        'It also allows nested list/tuple values, e.g. key="[(a,b),(c,d)]" '
-        'Note that the quotation marks are necessary and that no white space '
-        'is allowed.')
-    parser.add_argument(
-        '--amp',
-        action='store_true',
-        help='enable automatic-mixed-precision test')
-    parser.add_argument(
-        '--show-dir',
-        help='directory where the visualization images will be saved.')
-    parser.add_argument(
-        '--show',
-        action='store_true',
-        help='whether to display the prediction results in a window.')
-    parser.add_argument(
-        '--interval',
-        type=int,
-        default=1,
-        help='visualize per interval samples.')
-    parser.add_argument(
-        '--wait-time',
-        type=float,
-        default=2,
-        help='display time of every window. (second)')
-    parser.add_argument(
-        '--no-pin-memory',
-        action='store_true',
-        help='whether to disable the pin_memory option in dataloaders.')
-    parser.add_argument(
-        '--tta',
-        action='store_true',
-        help='Whether to enable the Test-Time-Aug (TTA). If the config file '
-        'has `tta_pipeline` and `tta_model` fields, use them to determine the '
-        'TTA transforms and how to merge the TTA results. Otherwise, for '
-        'mmpretrain and mmdet configs, use flip TTA.')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none',
-        help='job launcher')
-    # When using PyTorch version >= 2.0.0, the `torch.distributed.launch`
-    # will pass the `--local-rank` parameter to `tools/test.py` instead
-    # of `--local_rank`.
+    parser.add_argument('--work-dir', help='where the metrics file goes')
+    parser.add_argument('--out', help='results file (mmdet: .pkl; mmseg: a '
+                        'directory for the predicted maps)')
+    parser.add_argument('--out-item', choices=['metrics', 'pred'],
+                        help='what --out holds (default: predictions)')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config settings, key=value (lists: '
+                        'key="[a,b]" or key=a,b; no white space)')
+    parser.add_argument('--amp', action='store_true',
+                        help='automatic-mixed-precision test')
+    parser.add_argument('--show-dir', help='where visualizations go')
+    parser.add_argument('--show', action='store_true',
+                        help='show predictions in a window')
+    parser.add_argument('--interval', type=int, default=1,
+                        help='visualize every N samples')
+    parser.add_argument('--wait-time', type=float, default=2,
+                        help='seconds each window is shown')
+    parser.add_argument('--no-pin-memory', action='store_true')
+    parser.add_argument('--tta', action='store_true', help='test-time '
+                        "augmentation: the config's tta_model/tta_pipeline, "
+                        'else flips (mmpretrain, mmdet)')
+    parser.add_argument('--launcher', default='none',
+                        choices=['none', 'pytorch', 'slurm', 'mpi'])
+    # torch.distributed.launch passes --local-rank (torch >= 2.0)
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
     args = parser.parse_args()
-    if 'LOCAL_RANK' not in os.environ:
-        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
     return args
 
 
@@ -119,29 +80,18 @@ def trigger_visualization_hook(cfg, args):
         'VisualizationHook is not set in the `default_hooks` field of ' \
         'config. Please set `visualization=dict(type="VisualizationHook")`'
     hook = cfg.default_hooks.visualization
-    scope = cfg.get('default_scope', None)
-    if scope == 'mmseg':
-        hook.draw = True
-        if args.show:
-            hook.show = True
-            hook.wait_time = args.wait_time
-        if args.show_dir:
-            cfg.visualizer.save_dir = args.show_dir
-        hook.interval = args.interval
-    elif scope == 'mmdet':
-        hook.draw = True
-        if args.show:
-            hook.show = True
-            hook.wait_time = args.wait_time
-        if args.show_dir:
-            hook.test_out_dir = args.show_dir
-        hook.interval = args.interval
-    else:  # mmpretrain
-        hook.enable = True
-        hook.show = args.show
-        hook.wait_time = args.wait_time
-        hook.out_dir = args.show_dir
-        hook.interval = args.interval
+    hook.interval = args.interval
+    if cfg.get('default_scope', None) not in ('mmseg', 'mmdet'):  # mmpretrain
+        hook.update(enable=True, show=args.show, wait_time=args.wait_time,
+                    out_dir=args.show_dir)
+        return cfg
+    hook.draw = True
+    if args.show:
+        hook.update(show=True, wait_time=args.wait_time)
+    if args.show_dir and cfg.default_scope == 'mmseg':
+        cfg.visualizer.save_dir = args.show_dir
+    elif args.show_dir:
+        hook.test_out_dir = args.show_dir
     return cfg
 
 
@@ -192,53 +142,34 @@ def setup_tta(cfg):
 def merge_args(cfg, args):
     """Merge CLI arguments to config."""
     cfg.launcher = args.launcher
-
-    # work_dir is determined in this priority: CLI > segment in file > filename
+    # work_dir: CLI > config > config file name
     if args.work_dir is not None:
-        # update configs according to CLI args if args.work_dir is not None
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir', None) is None:
-        # use config filename as default work_dir if cfg.work_dir is None
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
-
     cfg.load_from = args.checkpoint
-
-    # enable automatic-mixed-precision test
     if args.amp:
         cfg.test_cfg.fp16 = True
-
-    # -------------------- visualization --------------------
     if args.show or (args.show_dir is not None):
         cfg = trigger_visualization_hook(cfg, args)
-
-    # -------------------- TTA related args --------------------
     if args.tta:
         cfg = setup_tta(cfg)
-
-    # -------------------- mmseg: predictions as images --------------------
+    # mmseg: predictions as images
     if (args.out is not None and args.out_item in ('pred', None)
             and cfg.get('default_scope', None) == 'mmseg'):
         cfg.test_evaluator['output_dir'] = args.out
         cfg.test_evaluator['keep_results'] = True
 
-    # ----------------- Default dataloader args -----------------
-    def set_default_dataloader_cfg(cfg, field):
-        if cfg.get(field, None) is None:
-            return
-        dataloader_cfg = ConfigDict(
-            # pinned memory only helps host-to-GPU copies
-            pin_memory=torch.cuda.is_available())
-        if cfg.get('default_scope', None) == 'mmpretrain':
-            # mmpretrain's default; mmseg and mmdet batch images of several
-            # sizes and need mmengine's pseudo_collate (the Runner default).
-            dataloader_cfg.collate_fn = dict(type='default_collate')
-        dataloader_cfg.update(cfg[field])
-        cfg[field] = dataloader_cfg
-        if args.no_pin_memory:
-            cfg[field]['pin_memory'] = False
-
-    set_default_dataloader_cfg(cfg, 'test_dataloader')
+    # pinned memory only helps host-to-GPU copies; default_collate is
+    # mmpretrain's default (mmseg and mmdet need the Runner's pseudo_collate)
+    loader = ConfigDict(pin_memory=torch.cuda.is_available())
+    if cfg.get('default_scope', None) == 'mmpretrain':
+        loader.collate_fn = dict(type='default_collate')
+    loader.update(cfg.test_dataloader)
+    if args.no_pin_memory:
+        loader.pin_memory = False
+    cfg.test_dataloader = loader
 
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
@@ -258,7 +189,6 @@ def main():
         raise ValueError('Please use `--out` argument to specify the '
                          'path of the output file before using `--out-item`.')
 
-    # load config
     cfg = Config.fromfile(args.config)
     scope = cfg.get('default_scope', None)
     if (scope == 'mmdet' and args.out is not None
@@ -267,7 +197,6 @@ def main():
         raise ValueError('For mmdet configs the `--out` dump file must be a '
                          f'.pkl or .pickle file, but got {args.out!r}.')
 
-    # merge cli arguments to config
     cfg = merge_args(cfg, args)
 
     if scope == 'mmdet':
@@ -279,14 +208,8 @@ def main():
     check_config_datasets(cfg, ['test_dataloader'])
     setup_cpu_distributed(cfg)
 
-    # build the runner from config
-    if 'runner_type' not in cfg:
-        # build the default runner
-        runner = Runner.from_cfg(cfg)
-    else:
-        # build customized runner from the registry
-        # if 'runner_type' is set in the cfg
-        runner = RUNNERS.build(cfg)
+    runner = RUNNERS.build(cfg) if 'runner_type' in cfg else \
+        Runner.from_cfg(cfg)
 
     # add a `DumpResults` dummy metric to save the predictions
     if args.out and args.out_item in ('pred', None):
@@ -298,9 +221,7 @@ def main():
             runner.test_evaluator.metrics.append(
                 DumpResults(out_file_path=args.out))
 
-    # start testing
     metrics = runner.test()
-
     if args.out and args.out_item == 'metrics':
         mmengine.dump(metrics, args.out)
 

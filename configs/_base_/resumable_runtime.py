@@ -12,7 +12,7 @@
 # draws, and ends as the uninterrupted run would (bit for bit on one process
 # with num_workers=0; tlalign_mm/checkpoint/hooks.py says what is not
 # restored). Another launcher: list
-#   dict(type='LastCheckpointHook', _scope_='tlalign_mm.engine', interval=500)
+#   dict(type='LastCheckpointHook', _scope_='tlalign_mm', interval=500)
 # in custom_hooks instead.
 #
 # 500 iterations is a few minutes of DeiT-S/Swin-T training on 8 GPUs; a

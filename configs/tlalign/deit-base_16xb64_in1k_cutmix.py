@@ -8,6 +8,6 @@ custom_imports = dict(imports=['tlalign_mm'], allow_failed_imports=False)
 # refuses a key that two bases both set.
 custom_hooks = [
     dict(type='EMAHook', momentum=4e-5, priority='ABOVE_NORMAL'),
-    dict(type='LastCheckpointHook', _scope_='tlalign_mm.engine',
+    dict(type='LastCheckpointHook', _scope_='tlalign_mm',
          interval=500),
 ]

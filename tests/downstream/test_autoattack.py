@@ -1,20 +1,18 @@
-"""AutoAttack on a tiny model and tiny data: the normalisation runs inside
-the attacked function, eps 0 leaves the accuracy unchanged, a large eps
-does not raise it, and tools/robustness/autoattack.py writes its JSON.
+"""tools/robustness/autoattack.py on a tiny model and tiny data: the
+normalisation runs inside the attacked function, eps 0 leaves the accuracy
+unchanged, a large eps does not raise it, and the tool writes its JSON.
 
 The attacks are pyautoattack's; here they run on few, tiny images, and,
 where the ``standard`` version would run every attack to its end (eps 0:
 nothing is ever fooled), as ``custom`` with APGD-CE only."""
 import json
 import logging
-import math
 import os
 import os.path as osp
 
 import numpy as np
 import pytest
 import torch
-import torch.nn as nn
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmpretrain.structures import DataSample
@@ -23,14 +21,6 @@ from PIL import Image
 import tlalign_mm  # noqa: F401  (registers modules)
 from tlalign_mm.analysis.session import build_model, load_config
 from tlalign_mm.checkpoint import install
-from tlalign_mm.downstream.autoattack import (
-    PixelSpaceClassifier,
-    autoattack_accuracy,
-    build_attack_dataloader,
-    pixel_batch,
-    subset_indices,
-    wilson_interval,
-)
 
 from ..tool_scripts import load_tool
 from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint, shrink
@@ -40,6 +30,9 @@ MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 # eps-0 runs use the cheapest one
 CHEAP = ['apgd-ce']
 install()  # as the tool does: build_model reads checkpoints through it
+TOOL = load_tool('robustness/autoattack.py')
+PixelSpaceClassifier, autoattack_accuracy, pixel_batch = (
+    TOOL.PixelSpaceClassifier, TOOL.autoattack_accuracy, TOOL.pixel_batch)
 
 
 @pytest.fixture(autouse=True)
@@ -100,7 +93,7 @@ def test_normalisation_runs_inside_the_attacked_function():
     # [0, 1] RGB: the BGR-loaded uint8 batch flipped and divided by 255
     assert torch.equal(x, batch['inputs'].flip(1).float() / 255)
     assert labels.tolist() == [0, 0, 0, 0]
-    model = PixelSpaceClassifier.from_classifier(classifier)
+    model = PixelSpaceClassifier(classifier)
     with torch.no_grad():
         standard = classifier(
             classifier.data_preprocessor(batch)['inputs'], mode='tensor')
@@ -117,11 +110,11 @@ def test_a_padding_preprocessor_is_refused():
     classifier = tiny_classifier()
     classifier.data_preprocessor.pad_size_divisor = 32
     with pytest.raises(ValueError, match='pad_size_divisor=1'):
-        PixelSpaceClassifier.from_classifier(classifier)
+        PixelSpaceClassifier(classifier)
 
 
 def test_eps_zero_keeps_clean_accuracy():
-    model = PixelSpaceClassifier.from_classifier(tiny_classifier())
+    model = PixelSpaceClassifier(tiny_classifier())
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(4))
     labels = half_right(model, x)
     result = autoattack_accuracy(model, [(x, labels)], norm='Linf', eps=0.0,
@@ -135,7 +128,7 @@ def test_eps_zero_keeps_clean_accuracy():
 
 @pytest.mark.parametrize('norm,eps', [('Linf', 1.0), ('L2', 16.0)])
 def test_large_eps_is_no_better_than_clean(norm, eps):
-    model = PixelSpaceClassifier.from_classifier(tiny_classifier())
+    model = PixelSpaceClassifier(tiny_classifier())
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(6))
     labels = half_right(model, x)
     # two batches: counts add up over batches
@@ -145,6 +138,9 @@ def test_large_eps_is_no_better_than_clean(norm, eps):
     assert result['attacks'] == ['apgd-ce', 'apgd-t', 'fab-t', 'square']
     assert result['num_images'] == 6 and result['clean_correct'] == 3
     assert result['robust_accuracy'] <= result['clean_accuracy'] == 50
+    # scipy's Wilson 95% interval of 3 of 6: 0.5 -+ 0.3124
+    assert result['clean_accuracy_ci95'] == pytest.approx([18.76, 81.24],
+                                                          abs=0.01)
     # at this budget the attack changes every decision it may change
     assert result['robust_correct'] == 0
     assert 0 < result['max_perturbation'] <= eps * (1 + 1e-5)
@@ -153,7 +149,7 @@ def test_large_eps_is_no_better_than_clean(norm, eps):
 def test_fewer_than_ten_classes_target_all_the_others():
     # AutoAttack's targeted attacks try 9 runner-up classes; with 5 it would
     # index past the logits
-    model = PixelSpaceClassifier.from_classifier(tiny_classifier(5))
+    model = PixelSpaceClassifier(tiny_classifier(5))
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(1))
     with torch.no_grad():
         labels = model(x).argmax(1)
@@ -165,50 +161,10 @@ def test_fewer_than_ten_classes_target_all_the_others():
 
 
 def test_a_model_that_returns_no_logits_is_refused():
-    class FeatureMaps(nn.Module):  # (B, C, H, W), not (B, K)
-        def forward(self, x, mode):
-            return x
-
-    model = PixelSpaceClassifier(FeatureMaps())
+    classifier = tiny_classifier()
+    classifier.forward = lambda x, mode: x  # (B, C, H, W), not (B, K)
     with pytest.raises(TypeError, match=r'\(B, K\) logits'):
-        model(torch.zeros(1, 3, 4, 4))
-
-
-@pytest.mark.parametrize('kwargs,match', [
-    (dict(version='custom'), 'needs the attacks'),
-    (dict(version='custom', attacks=['pgd']), 'Unknown attacks'),
-    (dict(attacks=['apgd-ce']), "only with version='custom'"),
-    (dict(norm='Linf2'), 'norm must be'),
-    (dict(eps=-0.1), 'eps must be'),
-])
-def test_bad_options_fail_early(kwargs, match):
-    model = nn.Sequential(nn.Flatten(), nn.Linear(3, 10))
-    with pytest.raises(ValueError, match=match):
-        autoattack_accuracy(model, [(torch.rand(1, 3, 1, 1),
-                                     torch.zeros(1, dtype=torch.long))],
-                            **kwargs)
-
-
-def test_wilson_interval_is_scipys():
-    # 8 of 10: the Wilson 95% interval (Brown, Cai & DasGupta 2001, Table 1
-    # style numbers): 0.4902 to 0.9433; the bounds at 0/n and n/n are 0, 1
-    lo, hi = wilson_interval(8, 10)
-    assert lo == pytest.approx(0.4902, abs=1e-4)
-    assert hi == pytest.approx(0.9433, abs=1e-4)
-    assert wilson_interval(0, 10)[0] == 0 and wilson_interval(10, 10)[1] == 1
-    assert wilson_interval(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
-    assert all(math.isnan(v) for v in wilson_interval(0, 0))
-
-
-def test_subset_indices():
-    assert subset_indices(10, None) is None
-    assert subset_indices(10, 10) is None and subset_indices(10, 99) is None
-    a = subset_indices(1000, 50, seed=3)
-    assert a == subset_indices(1000, 50, seed=3) != subset_indices(
-        1000, 50, seed=4)
-    assert len(set(a)) == 50 and a == sorted(a) and 0 <= a[0] < a[-1] < 1000
-    with pytest.raises(ValueError, match='positive'):
-        subset_indices(10, 0)
+        PixelSpaceClassifier(classifier)(torch.zeros(1, 3, 4, 4))
 
 
 # --------------------------------------------------------------------------
@@ -254,8 +210,8 @@ def tiny_imagenet_run(tmp_path_factory):
 
     cfg = load_config(config)
     classifier = build_model(cfg, ckpt)
-    model = PixelSpaceClassifier.from_classifier(classifier)
-    loader = build_attack_dataloader(cfg)
+    model = PixelSpaceClassifier(classifier)
+    loader = TOOL.build_attack_dataloader(cfg)
     names, predictions = [], []
     for data in loader:
         x, _ = pixel_batch(classifier.data_preprocessor, data)
@@ -269,7 +225,7 @@ def tiny_imagenet_run(tmp_path_factory):
 @pytest.mark.e2e
 def test_tool_writes_the_json(tiny_imagenet_run):
     config, ckpt, tmp = tiny_imagenet_run
-    tool = load_tool('robustness/autoattack.py')
+    tool = TOOL
     work = tmp / 'aa_work'
     common = [config, ckpt, '--device', 'cpu', '--work-dir', str(work),
               '--num-images', '4', '--seed', '1']

@@ -19,7 +19,7 @@ from mmengine.registry import MODELS, init_default_scope
 
 import tlalign_mm.downstream  # noqa: F401
 from tlalign_mm.checkpoint import load_strictly
-from tlalign_mm.downstream import SCOPE
+from tlalign_mm.registry import SCOPE
 
 from .tiny import ROOT
 

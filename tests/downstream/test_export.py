@@ -9,16 +9,24 @@ import torch
 
 import tlalign_mm.downstream  # noqa: F401
 from tlalign_mm.checkpoint import CheckpointMismatchError, load
-from tlalign_mm.downstream.export import (
-    check_export,
-    export_backbone,
-    unsafe_globals_without_allow_list,
-)
+from tlalign_mm.downstream.export import check_export, export_backbone
 
 from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint
 
 PRETRAIN = config_path('tlalign', 'deit-small_4xb256_in1k_tlalign.py')
 PLAIN = (str, int, float, bool, type(None))
+
+
+def unsafe_globals_without_allow_list(path: str) -> list:
+    """The globals ``torch.load(path, weights_only=True)`` would refuse
+    with torch's own allow-list only."""
+    saved = torch.serialization.get_safe_globals()
+    torch.serialization.clear_safe_globals()
+    try:
+        return sorted(torch.serialization.get_unsafe_globals_in_checkpoint(
+            path))
+    finally:
+        torch.serialization.add_safe_globals(saved)
 
 
 def plain(value) -> bool:

@@ -10,11 +10,8 @@ from mmengine.registry import MODELS, init_default_scope
 from mmpretrain.models.utils import resize_pos_embed
 
 from tlalign_mm.checkpoint import CheckpointMismatchError
-from tlalign_mm.downstream import (
-    SCOPE,
-    StrictPretrainedInit,
-    strict_pretrained_cfg,
-)
+from tlalign_mm.downstream import StrictPretrainedInit
+from tlalign_mm.registry import SCOPE, WEIGHT_INITIALIZERS
 
 VIT = dict(
     type='mmpretrain.VisionTransformer',
@@ -28,6 +25,12 @@ SWIN = dict(
     img_size=32,
     window_size=4)
 SWIN_NORMS = ['norm0.*']
+
+
+def strict_pretrained_cfg(checkpoint, prefix='backbone.', **allowed):
+    """The init_cfg the downstream configs write."""
+    return dict(type='Pretrained', _scope_=SCOPE, checkpoint=checkpoint,
+                prefix=prefix, strict=True, **allowed)
 
 
 def build(cfg, scope='mmpretrain'):
@@ -215,7 +218,6 @@ def test_a_differently_named_loader_would_be_undone(vit_ckpt):
     other init_cfg type *before* the children's init_weights (and ViT
     re-initialises pos_embed unless the type is 'Pretrained'), so the
     same loading under another name is silently overwritten."""
-    from tlalign_mm.downstream.strict_pretrained import WEIGHT_INITIALIZERS
     path, sd = vit_ckpt
 
     class EarlyLoad(StrictPretrainedInit):

@@ -69,7 +69,7 @@ def test_cascade_swin_tiny_from_tlalign_checkpoint(tmp_path):
                                           TINY_SWIN, img_size=32)
     n = sum(k.startswith('backbone.') for k in pretrained)
     cfg = Config.fromfile(CONFIG)
-    assert cfg.model.backbone.init_cfg._scope_ == 'tlalign_mm.downstream'
+    assert cfg.model.backbone.init_cfg._scope_ == 'tlalign_mm'
     cfg = tiny_cascade(
         shrink(cfg, data, factor=10, work_dir=str(tmp_path / 'work')), data,
         str(tmp_path / 'pre.pth'))

@@ -70,7 +70,7 @@ def test_transfer_deit_small_from_tlalign_checkpoint(tmp_path, dataset,
     real = config_path('transfer',
                        f'deit-small_tlalign-in1k-pre_8xb96-1000e_{dataset}.py')
     cfg = Config.fromfile(real)
-    assert cfg.model.backbone.init_cfg._scope_ == 'tlalign_mm.downstream'
+    assert cfg.model.backbone.init_cfg._scope_ == 'tlalign_mm'
     cfg = tiny_transfer(
         shrink(cfg, data, factor=7, work_dir=str(tmp_path / 'work')), raw,
         batch_size)

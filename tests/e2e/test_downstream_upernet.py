@@ -53,7 +53,7 @@ def test_upernet_deit_small_from_tlalign_checkpoint(tmp_path):
     pretrained = make_pretrain_checkpoint(PRETRAIN, str(tmp_path / 'pre.pth'),
                                           TINY_VIT, img_size=32)
     cfg = Config.fromfile(CONFIG)
-    assert cfg.model.backbone.init_cfg._scope_ == 'tlalign_mm.downstream'
+    assert cfg.model.backbone.init_cfg._scope_ == 'tlalign_mm'
     cfg = tiny_upernet(
         shrink(cfg, data, factor=8, work_dir=str(tmp_path / 'work')),
         str(tmp_path / 'pre.pth'))

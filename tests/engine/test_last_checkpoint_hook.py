@@ -17,7 +17,7 @@ IMAGENET = sorted(glob.glob(osp.join(ROOT, 'configs', 'tlalign', '*.py')))
 
 def test_builds_from_a_config_dict_in_any_scope():
     hook = HOOKS.build(dict(type='LastCheckpointHook',
-                            _scope_='tlalign_mm.engine', interval=7))
+                            _scope_='tlalign_mm', interval=7))
     assert isinstance(hook, LastCheckpointHook) and hook.interval == 7
     assert hook.filename == 'last.pth' and hook.priority == 'VERY_LOW'
 
@@ -39,7 +39,7 @@ def test_every_imagenet_config_saves_last_every_500_iterations(path):
     hooks = [h for h in cfg.get('custom_hooks', [])
              if h['type'] == 'LastCheckpointHook']
     assert hooks == [dict(type='LastCheckpointHook',
-                          _scope_='tlalign_mm.engine', interval=500)]
+                          _scope_='tlalign_mm', interval=500)]
     if osp.basename(path) in ('deit-base_16xb64_in1k_cutmix.py',
                               'deit-base_16xb64_in1k_tlalign.py'):
         # mmpretrain's DeiT-B recipe: its EMA kept beside it

@@ -48,7 +48,7 @@ def test_groups_become_plain_dicts_with_the_same_contents(as_dict):
     runner = types.SimpleNamespace(
         optim_wrapper=OptimWrapperDict(net=wrapper) if as_dict else wrapper)
     hook = HOOKS.build(dict(type='PlainParamGroupsHook',
-                            _scope_='tlalign_mm.engine'))
+                            _scope_='tlalign_mm'))
     hook.before_run(runner)
     after = wrapper.optimizer.param_groups
     assert all(type(g) is dict for g in after)
@@ -63,6 +63,6 @@ def test_the_optimizer_step_compiles_only_with_plain_groups():
     # hook is no longer needed
     with pytest.raises(Exception, match='UserDefinedDictVariable'):
         compiled_step(wrapper.optimizer)
-    HOOKS.build(dict(type='PlainParamGroupsHook', _scope_='tlalign_mm.engine'
+    HOOKS.build(dict(type='PlainParamGroupsHook', _scope_='tlalign_mm'
                      )).before_run(types.SimpleNamespace(optim_wrapper=wrapper))
     compiled_step(wrapper.optimizer)

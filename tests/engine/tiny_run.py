@@ -68,7 +68,7 @@ default_hooks = dict(
                     interval={ckpt_interval}, max_keep_ckpts=1),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='VisualizationHook', enable=False))
-custom_hooks = [dict(type='LastCheckpointHook', _scope_='tlalign_mm.engine',
+custom_hooks = [dict(type='LastCheckpointHook', _scope_='tlalign_mm',
                      interval={interval})]
 env_cfg = dict(cudnn_benchmark=False,
                mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),

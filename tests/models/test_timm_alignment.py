@@ -293,7 +293,7 @@ def test_export_loads_strictly_into_timm_create_model(tmp_path):
     from mmengine.config import Config
     from mmengine.runner.checkpoint import save_checkpoint
 
-    from tlalign_mm.downstream.export_timm import export_timm
+    from tlalign_mm.downstream.export import export_timm
     for name in ('deit_tiny_patch16_224', 'deit_tiny_distilled_patch16_224'):
         cfg = Config.fromfile(
             'configs/tlalign/deit-small-timm_4xb256_in1k_tlalign.py')

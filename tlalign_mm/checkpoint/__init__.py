@@ -7,7 +7,7 @@
   'tlalign_mm.checkpoint.install'])``);
 * :func:`load_strictly` and :class:`CheckpointMismatchError`: the one
   strict loader;
-* the hooks, in the ``tlalign_mm.engine`` registry scope:
+* the hooks, in the ``tlalign_mm`` registry scope:
   :class:`CheckpointSafetyHook` (every tool run) and
   :class:`LastCheckpointHook` (``configs/_base_/resumable_runtime.py``).
 

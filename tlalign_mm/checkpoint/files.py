@@ -1,5 +1,5 @@
-"""Checkpoint files in a work dir: atomic writes, ``last_checkpoint``, and
-which file an auto-resume picks.
+"""Checkpoint files in a work dir: atomic writes, and which file an
+auto-resume picks.
 
 mmengine's ``LocalBackend.put`` writes into the final path, so a kill
 during a save leaves a truncated file that ``last_checkpoint`` names; and
@@ -12,19 +12,13 @@ checkpoint of the work dir.
 import os
 import os.path as osp
 import uuid
-from pathlib import Path
-from typing import List, NamedTuple, Optional, Union
 
 from mmengine.fileio import LocalBackend, register_backend
 from mmengine.logging import print_log
 
 from .load import CheckpointError, load
 
-__all__ = ['AtomicLocalBackend', 'atomic_write', 'find_resume_checkpoint',
-           'inside', 'remove_partial_files', 'write_last_checkpoint']
-
 TEMP_SUFFIX = '.partial'
-LAST_CHECKPOINT = 'last_checkpoint'
 
 
 def inside(path: str, folder: str) -> bool:
@@ -33,13 +27,12 @@ def inside(path: str, folder: str) -> bool:
     return osp.realpath(path).startswith(osp.realpath(folder) + os.sep)
 
 
-def atomic_write(path: Union[str, Path], data: bytes) -> None:
+def atomic_write(path, data: bytes) -> None:
     """Write ``data`` to ``path``: temporary file, fsync, ``os.replace``."""
-    path = str(path)
-    folder = osp.dirname(osp.abspath(path))
+    folder, name = osp.split(osp.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    tmp = osp.join(folder, f'.{osp.basename(path)}.{os.getpid()}.'
-                   f'{uuid.uuid4().hex[:8]}{TEMP_SUFFIX}')
+    tmp = osp.join(folder, f'.{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
+                   f'{TEMP_SUFFIX}')
     # mode 0o666 & ~umask, as open(path, 'wb') would give the file
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -52,11 +45,6 @@ def atomic_write(path: Union[str, Path], data: bytes) -> None:
         if osp.exists(tmp):
             os.remove(tmp)
         raise
-    dir_fd = os.open(folder, os.O_RDONLY)  # make the rename durable
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 @register_backend('atomic_local')
@@ -64,66 +52,48 @@ class AtomicLocalBackend(LocalBackend):
     """mmengine's ``LocalBackend`` with atomic ``put`` / ``put_text``
     (``backend_args=dict(backend='atomic_local')``)."""
 
-    def put(self, obj: bytes, filepath: Union[str, Path]) -> None:
+    def put(self, obj: bytes, filepath) -> None:
         atomic_write(filepath, obj)
 
-    def put_text(self, obj: str, filepath: Union[str, Path],
-                 encoding: str = 'utf-8') -> None:
+    def put_text(self, obj: str, filepath, encoding: str = 'utf-8') -> None:
         atomic_write(filepath, obj.encode(encoding))
 
 
-def write_last_checkpoint(work_dir: str, checkpoint: str) -> None:
-    """Record ``checkpoint`` in ``<work_dir>/last_checkpoint``, relative to
-    the work dir when it is inside it, atomically."""
-    if inside(checkpoint, work_dir):
-        checkpoint = osp.relpath(osp.realpath(checkpoint),
-                                 osp.realpath(work_dir))
-    atomic_write(osp.join(work_dir, LAST_CHECKPOINT), checkpoint.encode())
-
-
-def remove_partial_files(work_dir: str) -> List[str]:
+def remove_partial_files(work_dir: str) -> list:
     """Delete the temporary files of saves a kill interrupted."""
-    removed = []
-    if osp.isdir(work_dir):
-        for name in os.listdir(work_dir):
-            if name.startswith('.') and name.endswith(TEMP_SUFFIX):
-                os.remove(osp.join(work_dir, name))
-                removed.append(name)
-    return removed
+    names = [n for n in (os.listdir(work_dir) if osp.isdir(work_dir) else [])
+             if n.startswith('.') and n.endswith(TEMP_SUFFIX)]
+    for name in names:
+        os.remove(osp.join(work_dir, name))
+    return names
 
 
-class Candidate(NamedTuple):
-    path: str
-    iter: Optional[int]
-    epoch: Optional[int]
-    problem: Optional[str]
-
-
-def read_progress(path: str) -> Candidate:
-    """``meta['iter']`` / ``meta['epoch']`` of ``path`` (tensors mapped,
-    not read); a file that does not load is reported, not raised."""
+def _progress(path: str):
+    """``(meta iter, meta epoch)`` of ``path`` (tensors mapped, not read),
+    or why it cannot be resumed (a string)."""
+    if not osp.isfile(path):
+        return 'it does not exist'
     try:
         meta = load(path, mmap=True).get('meta')
     except (CheckpointError, OSError) as error:
-        return Candidate(path, None, None, str(error))
-    if not (isinstance(meta, dict) and 'epoch' in meta and 'iter' in meta):
-        return Candidate(path, None, None, 'no meta iter/epoch (not a '
-                         'Runner checkpoint)')
-    return Candidate(path, meta['iter'], meta['epoch'], None)
+        return str(error)
+    if isinstance(meta, dict) and 'epoch' in meta and 'iter' in meta:
+        return meta['iter'], meta['epoch']
+    return 'no meta iter/epoch (not a Runner checkpoint)'
 
 
-def _recorded(work_dir: str) -> Optional[str]:
+def _recorded(work_dir: str):
     """The checkpoint ``last_checkpoint`` names, if it is in ``work_dir``;
     a path outside (a copied work dir, or a crafted record) is replaced by
     the work dir's file of the same name."""
-    record = osp.join(work_dir, LAST_CHECKPOINT)
+    record = osp.join(work_dir, 'last_checkpoint')
     if not osp.isfile(record):
         return None
     with open(record) as f:
         recorded = f.read().strip()
     if not recorded:
         return None
-    path = recorded if osp.isabs(recorded) else osp.join(work_dir, recorded)
+    path = osp.join(work_dir, recorded)  # an absolute path stays itself
     if inside(path, work_dir):
         return path
     local = osp.join(work_dir, osp.basename(recorded))
@@ -133,7 +103,7 @@ def _recorded(work_dir: str) -> Optional[str]:
     return local
 
 
-def find_resume_checkpoint(work_dir: str) -> Optional[str]:
+def find_resume_checkpoint(work_dir: str):
     """The checkpoint auto-resume uses: ``last_checkpoint``'s (inside
     ``work_dir``) if intact, else the intact one of ``work_dir`` that got
     furthest; ``None`` to start afresh.
@@ -145,29 +115,27 @@ def find_resume_checkpoint(work_dir: str) -> Optional[str]:
         return None
     recorded = _recorded(work_dir)
     if recorded is not None:
-        candidate = read_progress(recorded) if osp.isfile(recorded) else \
-            Candidate(recorded, None, None, 'it does not exist')
-        if candidate.problem is None:
+        problem = _progress(recorded)
+        if not isinstance(problem, str):
             return recorded
         print_log(f'{recorded} (named by last_checkpoint) cannot be resumed:'
-                  f' {candidate.problem}; looking for the newest intact '
-                  'checkpoint', logger='current', level=30)
-    names = sorted(n for n in os.listdir(work_dir)
-                   if n.endswith('.pth') and not n.startswith('.')
-                   and osp.isfile(osp.join(work_dir, n)))
-    found = [read_progress(osp.join(work_dir, n)) for n in names]
-    intact = sorted((c for c in found if c.problem is None),
-                    key=lambda c: (c.iter, c.epoch, osp.getmtime(c.path)),
-                    reverse=True)
+                  f' {problem}; looking for the newest intact checkpoint',
+                  logger='current', level=30)
+    found = {p: _progress(p) for p in (
+        osp.join(work_dir, n) for n in sorted(os.listdir(work_dir))
+        if n.endswith('.pth') and not n.startswith('.'))
+        if osp.isfile(p)}
+    intact = [p for p, progress in found.items()
+              if not isinstance(progress, str)]
     if intact:
-        print_log(f'Auto-resume: {intact[0].path} (iter {intact[0].iter}) is '
-                  f'the newest intact checkpoint of {work_dir}',
-                  logger='current')
-        return intact[0].path
-    if not found:
-        return None
-    broken = '\n'.join(f'  {c.path}: {c.problem}' for c in found)
-    raise CheckpointError(
-        f'--resume found checkpoints in {work_dir} but none is intact:\n'
-        f'{broken}\nResume from a copy you trust with --resume PATH, or '
-        'move these files away to start afresh.')
+        best = max(intact, key=lambda p: (*found[p], osp.getmtime(p)))
+        print_log(f'Auto-resume: {best} (iter {found[best][0]}) is the '
+                  f'newest intact checkpoint of {work_dir}', logger='current')
+        return best
+    if found:
+        broken = '\n'.join(f'  {p}: {problem}' for p, problem in found.items())
+        raise CheckpointError(
+            f'--resume found checkpoints in {work_dir} but none is intact:\n'
+            f'{broken}\nResume from a copy you trust with --resume PATH, or '
+            'move these files away to start afresh.')
+    return None

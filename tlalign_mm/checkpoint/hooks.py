@@ -5,11 +5,11 @@
   writes, auto-resume from the newest intact checkpoint, checkpoints of
   tensors and plain Python, and no path from a checkpoint used outside the
   work dir.
-* :class:`LastCheckpointHook`: ``last.pth`` every N iterations, with the
-  random number generator states, and a resume that continues at the
-  batch the checkpoint reached with the same draws.
+* :class:`LastCheckpointHook`: mmengine's ``CheckpointHook`` saving
+  ``last.pth`` every N iterations, with the random number generator states,
+  and a resume that continues at the batch the checkpoint reached with the
+  same draws.
 """
-import logging
 import os.path as osp
 
 from mmengine.dist import get_rank, is_main_process
@@ -18,31 +18,22 @@ from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
 from mmengine.runner.loops import EpochBasedTrainLoop, IterBasedTrainLoop
 
-from tlalign_mm.engine.registry import HOOKS, SCOPE
+from tlalign_mm.registry import HOOKS, SCOPE
 
 from . import mmengine_adapter as adapter
-from .files import (
-    find_resume_checkpoint,
-    inside,
-    remove_partial_files,
-    write_last_checkpoint,
-)
+from .files import find_resume_checkpoint, inside, remove_partial_files
 from .load import CheckpointError
 from .plain import capture_rng, check_rng, plain_checkpoint, restore_rng
-from .sampler import FastForward, SkipSampler
+from .sampler import SkipSampler
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
 
-__all__ = ['CheckpointSafetyHook', 'LastCheckpointHook',
-           'add_checkpoint_hooks']
-
-RESUME_STATE = 'resume_state'
 STRICT_HINT = ('Check that the config is the one the checkpoint was trained '
                'with (architecture, number of classes). To load only the '
                'tensors that fit, on purpose, add --cfg-options '
                'strict_load=False.')
 
 
-def _log(message: str, level=logging.WARNING) -> None:
+def _log(message: str, level: int = 30) -> None:
     print_log(message, logger='current', level=level)
 
 
@@ -71,8 +62,6 @@ class CheckpointSafetyHook(Hook):
     priority = 'VERY_HIGH'
 
     def __init__(self, strict: bool = True):
-        if not isinstance(strict, bool):
-            raise TypeError(f'strict must be True or False, got {strict!r}')
         adapter.check_version()
         self.strict = strict
 
@@ -86,7 +75,7 @@ class CheckpointSafetyHook(Hook):
             removed = remove_partial_files(runner.work_dir)
             if removed:
                 _log(f'Removed {len(removed)} partial file(s) of interrupted '
-                     f'saves: {removed}', logging.INFO)
+                     f'saves: {removed}', 20)
         if adapter.resuming(runner) and adapter.loads_from(runner) is None:
             path = find_resume_checkpoint(runner.work_dir)
             if path is not None:
@@ -96,32 +85,30 @@ class CheckpointSafetyHook(Hook):
         plain_checkpoint(checkpoint)
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        source = repr(str(adapter.loads_from(runner)))
+        source = str(adapter.loads_from(runner))
         if adapter.resuming(runner):
             lacks = [k for k in ('meta', 'state_dict', 'message_hub')
                      if k not in checkpoint]
-            meta = checkpoint.get('meta', {})
-            if 'meta' in checkpoint and not all(k in meta
-                                                for k in ('epoch', 'iter')):
+            if 'meta' in checkpoint and not {'epoch', 'iter'} <= set(
+                    checkpoint['meta']):
                 lacks.append("meta['epoch'] / meta['iter']")
             if lacks:
                 raise CheckpointMismatchError(
-                    f'{source} cannot be resumed: it has no '
+                    f'{source!r} cannot be resumed: it has no '
                     f'{", ".join(lacks)} (weights only). To start a new run '
                     'from its weights: tools/train.py CONFIG --cfg-options '
-                    f'load_from={source[1:-1]} (without --resume).')
+                    f'load_from={source} (without --resume).')
             self._drop_outside_paths(runner, checkpoint['message_hub'])
         if self.strict:
             model = runner.model.module if is_model_wrapper(
                 runner.model) else runner.model
-            load_strictly(model, state_dict_of(checkpoint, source), source,
-                          hint=STRICT_HINT)
+            load_strictly(model, state_dict_of(checkpoint, source),
+                          repr(source), hint=STRICT_HINT)
 
     @staticmethod
     def _drop_outside_paths(runner, hub) -> None:
         info = hub.get('runtime_info') if isinstance(hub, dict) else None
-        if not isinstance(info, dict):
-            return
+        info = info if isinstance(info, dict) else {}
         folders = [runner.work_dir] + [
             h.out_dir for h in runner.hooks
             if isinstance(h, CheckpointHook) and isinstance(h.out_dir, str)]
@@ -134,9 +121,9 @@ class CheckpointSafetyHook(Hook):
                      'a checkpoint file of this run: dropped (it would be '
                      'deleted when a better checkpoint is saved)')
                 del info[key]
-        ids = info.get('keep_ckpt_ids')
-        if 'keep_ckpt_ids' in info and not (isinstance(ids, list) and all(
-                type(i) is int and i >= 0 for i in ids)):
+        ids = info.get('keep_ckpt_ids', [])
+        if not (isinstance(ids, list)
+                and all(type(i) is int and i >= 0 for i in ids)):
             _log(f'The resumed keep_ckpt_ids {ids!r} are not iteration '
                  'numbers: dropped')
             del info['keep_ckpt_ids']
@@ -146,7 +133,7 @@ def add_checkpoint_hooks(cfg, training: bool):
     """Append :class:`CheckpointSafetyHook` (``strict`` from the config's
     ``strict_load``) and, for training with a ``last_checkpoint_hook``
     setting (``configs/_base_/resumable_runtime.py``), a
-    :class:`LastCheckpointHook`, unless ``custom_hooks`` has them."""
+    :class:`LastCheckpointHook`, unless the config lists them already."""
     strict = cfg.get('strict_load', True)
     if not isinstance(strict, bool):
         raise TypeError(f'strict_load must be True or False, got {strict!r}')
@@ -162,12 +149,13 @@ def add_checkpoint_hooks(cfg, training: bool):
 
 
 @HOOKS.register_module()
-class LastCheckpointHook(Hook):
-    """Save ``last.pth`` every ``interval`` iterations; resume exactly.
+class LastCheckpointHook(CheckpointHook):
+    """``last.pth`` every ``interval`` iterations; exact resume.
 
-    * Every ``interval`` iterations the full Runner checkpoint goes to
-      ``<work_dir>/<filename>`` (atomically) and ``last_checkpoint``: a
-      killed job loses at most ``interval`` iterations.
+    * mmengine's ``CheckpointHook`` (``by_epoch=False``, written atomically)
+      saves the full Runner checkpoint to ``<work_dir>/<filename>`` and
+      names it in ``last_checkpoint``: a killed job loses at most
+      ``interval`` iterations.
     * Every checkpoint the run saves gets ``resume_state``: the Python,
       numpy, torch (and CUDA) generator states.
     * On resume the sampler skips the indices of the batches already
@@ -186,8 +174,6 @@ class LastCheckpointHook(Hook):
         filename (str): file name in the work dir. Defaults to 'last.pth'.
     """
 
-    priority = 'VERY_LOW'  # after the schedulers and EMA stepped
-
     def __init__(self, interval: int = 500, filename: str = 'last.pth'):
         if not (type(interval) is int and interval > 0):
             raise ValueError(f'interval must be a positive int (iterations '
@@ -197,25 +183,14 @@ class LastCheckpointHook(Hook):
             raise ValueError('filename must be a file name ending in .pth '
                              f'(saved in the work dir), got {filename!r}')
         adapter.check_version()
-        self.interval = interval
+        super().__init__(interval=interval, by_epoch=False, save_last=False,
+                         filename_tmpl=filename,
+                         backend_args=dict(backend='atomic_local'))
         self.filename = filename
-        self._pending = None
-        self._val_rng = None
-
-    def after_train_iter(self, runner, batch_idx, data_batch=None,
-                         outputs=None) -> None:
-        if not self.every_n_train_iters(runner, self.interval):
-            return
-        runner.save_checkpoint(
-            runner.work_dir, self.filename, by_epoch=False,
-            meta=dict(epoch=runner.epoch, iter=runner.iter + 1),
-            backend_args=dict(backend='atomic_local'))
-        if is_main_process():
-            write_last_checkpoint(runner.work_dir,
-                                  osp.join(runner.work_dir, self.filename))
+        self._pending = self._val_rng = None
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
-        checkpoint[RESUME_STATE] = dict(rng=capture_rng())
+        checkpoint['resume_state'] = dict(rng=capture_rng())
 
     def before_val_epoch(self, runner) -> None:
         self._val_rng = capture_rng()
@@ -228,71 +203,55 @@ class LastCheckpointHook(Hook):
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         if not adapter.resuming(runner):
             return
-        state = checkpoint.get(RESUME_STATE)
+        state = checkpoint.get('resume_state')
         rng = state.get('rng') if isinstance(state, dict) else None
-        if rng is not None:
-            try:
+        try:
+            if rng is not None:
                 check_rng(rng)
-            except Exception as error:  # noqa: BLE001  named below
-                raise CheckpointError(
-                    f'Refused checkpoint {adapter.loads_from(runner)!r}: its '
-                    f'resume_state is not a generator state ({error})'
-                ) from None
-        else:
+        except Exception as error:  # noqa: BLE001  named below
+            raise CheckpointError(
+                f'Refused checkpoint {adapter.loads_from(runner)!r}: its '
+                f'resume_state is not a generator state ({error})') from None
+        if rng is None:
             _log('The resumed checkpoint has no random number generator '
                  'states (saved without LastCheckpointHook): the sampler '
                  'position is restored, the random draws are not.')
         if get_rank() != 0 and adapter.diff_rank_seed(runner):
             rng = None  # rank 0's states, not this rank's
         meta = checkpoint['meta']
-        self._pending = dict(rng=rng, epoch=meta['epoch'], iter=meta['iter'])
+        self._pending = (rng, meta['epoch'], meta['iter'])
 
     def before_train_epoch(self, runner) -> None:
-        pending, self._pending = self._pending, None
-        if pending is None:
+        if self._pending is None:
             return
+        (rng, epoch, it), self._pending = self._pending, None
         loop, loader = runner.train_loop, runner.train_dataloader
-
-        def restore():
-            if pending['rng'] is not None:
-                restore_rng(pending['rng'])
-
-        if isinstance(loop, EpochBasedTrainLoop):
-            skip = pending['iter'] - pending['epoch'] * len(loader)
-            if not 0 <= skip <= len(loader):
-                _log(f'Resuming at iteration {pending["iter"]} of epoch '
-                     f'{pending["epoch"]} does not match {len(loader)} '
-                     'batches per epoch (batch size or data changed?): the '
-                     'epoch restarts at its first batch.')
-                skip = 0
-        elif isinstance(loop, IterBasedTrainLoop):
-            skip = pending['iter']
-        else:
-            _log(f'{type(loop).__name__}: the sampler position and random '
-                 'states are not restored.')
-            return
+        iter_based = isinstance(loop, IterBasedTrainLoop)
+        skip = it if iter_based else it - epoch * len(loader)
+        sampler = type(getattr(loader.batch_sampler, 'sampler', None))
+        problem = None
+        if not (iter_based or isinstance(loop, EpochBasedTrainLoop)):
+            problem = f'{type(loop).__name__} is not one of mmengine\'s loops'
+        elif not iter_based and not 0 <= skip <= len(loader):
+            problem = (f'iteration {it} of epoch {epoch} does not match '
+                       f'{len(loader)} batches per epoch (batch size or data '
+                       'changed?)')
+        elif iter_based and skip and sampler.__name__ != 'InfiniteSampler':
+            problem = f'IterBasedTrainLoop needs InfiniteSampler, not ' \
+                f'{sampler.__name__}'
+        if problem:
+            return _log(f'Resume is not exact: {problem}; the sampler '
+                        'position and random draws are mmengine\'s own.')
+        restore = (lambda: restore_rng(rng)) if rng else (lambda: None)
         if skip == 0:  # an epoch boundary: before the epoch's iterator
-            restore()
-            return
-        sampler = getattr(loader.batch_sampler, 'sampler', None)
-        if isinstance(loop, IterBasedTrainLoop) and \
-                type(sampler).__name__ != 'InfiniteSampler':
-            _log('Exact resume of an IterBasedTrainLoop needs '
-                 f'InfiniteSampler, not {type(sampler).__name__}: '
-                 "mmengine's own (slower, inexact) skipping is used.")
-            return
+            return restore()
         if not SkipSampler.install(loader, skip, restore):
-            _log('The sampler position cannot be restored with batch sampler '
-                 f'{type(loader.batch_sampler).__name__} (only torch\'s '
-                 'BatchSampler): the resumed epoch restarts at its first '
-                 'batch.')
-            return
-        if isinstance(loop, IterBasedTrainLoop):
-            # the loop calls next() `iter` times to skip: make those free
-            adapter.skip_iterations(
-                loop, loader, lambda it: FastForward(skip, it))
+            return _log('Resume is not exact: the sampler position cannot be '
+                        'restored with batch sampler '
+                        f'{type(loader.batch_sampler).__name__} (only '
+                        "torch's BatchSampler); the resumed epoch restarts "
+                        'at its first batch.')
+        if iter_based:
+            adapter.skip_iterations(loop, loader, skip)
         _log(f'Resuming at batch {skip} of the sampler order without loading '
-             'the skipped batches', logging.INFO)
-
-    def after_train_epoch(self, runner) -> None:
-        SkipSampler.uninstall(runner.train_dataloader)
+             'the skipped batches', 20)

@@ -16,14 +16,13 @@ What is touched (mmengine 0.10.7):
   ``load_checkpoint``, ``init_cfg=dict(type='Pretrained')``) goes through
   it, whatever the scheme.
 """
+import itertools
+
 import mmengine
 from mmengine.runner import checkpoint as mmengine_checkpoint
 from mmengine.runner.loops import _InfiniteDataloaderIterator
 
 from .load import load
-
-__all__ = ['MMENGINE_VERSION', 'check_version', 'diff_rank_seed', 'install',
-           'loads_from', 'resuming', 'set_auto_resume_file', 'skip_iterations']
 
 #: the mmengine release this module was written for and tested with
 MMENGINE_VERSION = '0.10.7'
@@ -60,10 +59,12 @@ def diff_rank_seed(runner) -> bool:
     return bool(runner._randomness_cfg.get('diff_rank_seed', False))
 
 
-def skip_iterations(loop, loader, wrap) -> None:
-    """Make an ``IterBasedTrainLoop``'s skip to its resumed iteration go
-    through ``wrap(iterator)`` (e.g. free ``next()`` calls)."""
-    loop.dataloader_iterator = wrap(_InfiniteDataloaderIterator(loader))
+def skip_iterations(loop, loader, calls: int) -> None:
+    """Make the ``calls`` ``next()`` calls with which an
+    ``IterBasedTrainLoop`` skips to its resumed iteration free (the
+    sampler skips the indices), the later ones the loader's."""
+    loop.dataloader_iterator = itertools.chain(
+        itertools.repeat(None, calls), _InfiniteDataloaderIterator(loader))
 
 
 def _load_checkpoint(cls, filename, map_location=None, logger='current'):

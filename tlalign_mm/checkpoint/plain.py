@@ -7,7 +7,8 @@ they are converted on save (:func:`plain_checkpoint`, called by
 :class:`~tlalign_mm.checkpoint.hooks.CheckpointSafetyHook` in
 ``before_save_checkpoint``) and the message hub is restored on load
 (:func:`restore_message_hub`, called by :func:`~.load.load`), so our files
-load with ``torch.load(path, weights_only=True)`` and nothing else.
+load with ``torch.load(path, weights_only=True)`` and nothing else. The
+generator states of exact resume (:func:`capture_rng`) are plain too.
 """
 import random
 from typing import Any, Dict
@@ -16,19 +17,14 @@ import numpy as np
 import torch
 from mmengine.logging import HistoryBuffer
 
-__all__ = ['capture_rng', 'check_rng', 'plain_checkpoint', 'restore_rng',
-           'restore_message_hub']
-
-_BUFFER_KEYS = {'log', 'count', 'max_length'}
-
 
 def _plain(value: Any) -> Any:
     """numpy -> Python / tensors, containers walked; functions (a
     scheduler's ``anneal_func``, rebuilt from the config) dropped."""
     if isinstance(value, HistoryBuffer):
         log, count = value.data
-        return dict(log=torch.from_numpy(np.array(log, dtype=np.float64)),
-                    count=torch.from_numpy(np.array(count, dtype=np.int64)),
+        return dict(log=torch.tensor(log, dtype=torch.float64),
+                    count=torch.tensor(count, dtype=torch.int64),
                     max_length=int(value.max_length))
     if isinstance(value, np.generic):
         return value.item()
@@ -38,7 +34,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return type(value)((k, _plain(v)) for k, v in value.items()
                            if not callable(v) or torch.is_tensor(v))
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+    if type(value) in (list, tuple):
         return type(value)(_plain(v) for v in value)
     return value
 
@@ -51,17 +47,16 @@ def plain_checkpoint(checkpoint: dict) -> None:
             checkpoint[key] = _plain(checkpoint[key])
 
 
-def restore_message_hub(hub: dict) -> dict:
-    """The ``HistoryBuffer``s of a plain message hub, rebuilt through the
-    constructor from the tensors."""
+def restore_message_hub(hub: dict) -> None:
+    """Rebuild, in place, the ``HistoryBuffer``s of a plain message hub
+    through the constructor from the tensors."""
     scalars = hub.get('log_scalars')
-    if isinstance(scalars, dict):
-        for key, value in scalars.items():
-            if isinstance(value, dict) and set(value) == _BUFFER_KEYS:
-                scalars[key] = HistoryBuffer(
-                    value['log'].numpy(), value['count'].numpy(),
-                    int(value['max_length']))
-    return hub
+    for key, value in (scalars.items() if isinstance(scalars, dict) else ()):
+        if isinstance(value, dict) and set(value) == {'log', 'count',
+                                                      'max_length'}:
+            scalars[key] = HistoryBuffer(value['log'].numpy(),
+                                         value['count'].numpy(),
+                                         int(value['max_length']))
 
 
 def capture_rng() -> Dict[str, Any]:
@@ -78,13 +73,12 @@ def capture_rng() -> Dict[str, Any]:
     return state
 
 
-def _apply(state: Dict[str, Any], python, numpy, torch_gen) -> None:
+def _apply(state: Dict[str, Any], python, numpy, torch_set) -> None:
     version, internal, gauss = state['python']
     python.setstate((version, tuple(internal), gauss))
-    name, keys, pos, has_gauss, cached = state['numpy']
-    numpy.set_state((name, np.asarray(keys, dtype=np.uint32), pos,
-                     has_gauss, cached))
-    torch_gen(state['torch'].cpu())
+    name, keys, *rest = state['numpy']
+    numpy.set_state((name, np.asarray(keys, dtype=np.uint32), *rest))
+    torch_set(state['torch'].cpu())
 
 
 def check_rng(state: Any) -> None:
@@ -100,7 +94,7 @@ def check_rng(state: Any) -> None:
 def restore_rng(state: Dict[str, Any]) -> None:
     """Set the states :func:`capture_rng` returned."""
     _apply(state, random, np.random, torch.set_rng_state)
-    if 'cuda' in state and torch.cuda.is_available():
-        cuda = [s.cpu() for s in state['cuda']]
-        if len(cuda) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(cuda)
+    cuda = [s.cpu() for s in state.get('cuda', ())]
+    if cuda and torch.cuda.is_available() and \
+            len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)

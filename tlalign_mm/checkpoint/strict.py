@@ -4,20 +4,16 @@ Used by ``tools/test.py``, ``load_from`` and ``--resume`` (through
 :class:`~tlalign_mm.checkpoint.hooks.CheckpointSafetyHook`) and by the
 downstream ``init_cfg`` (:class:`~tlalign_mm.downstream.StrictPretrainedInit`).
 """
-import fnmatch
 import re
 from collections import OrderedDict
-from typing import Dict, List, Mapping, Sequence, Tuple
+from fnmatch import fnmatchcase
+from typing import Dict, Mapping, Sequence, Tuple
 
 import torch
 import torch.nn as nn
 
 from .load import CheckpointError
 
-__all__ = ['CheckpointMismatchError', 'key_list', 'load_strictly',
-           'state_dict_of']
-
-_SHOW = 20
 _SIZE_MISMATCH = re.compile(
     r'size mismatch for (\S+): copying a param with shape (.+?) from '
     r'checkpoint, the shape in current model is (.+?)\.(?:\n|$)')
@@ -27,15 +23,10 @@ class CheckpointMismatchError(CheckpointError):
     """A checkpoint does not fit the model it is loaded into."""
 
 
-def key_list(keys) -> str:
+def key_list(keys, show: int = 20) -> str:
     keys = sorted(keys)
-    more = len(keys) - _SHOW
-    return ', '.join(keys[:_SHOW]) + (f', ... ({more} more)' if more > 0
-                                      else '')
-
-
-def _shape(text: str) -> Tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r'\d+', text))
+    more = f', ... ({len(keys) - show} more)' if len(keys) > show else ''
+    return ', '.join(keys[:show]) + more
 
 
 def state_dict_of(checkpoint: Mapping, source: str, prefix: str = ''
@@ -49,22 +40,19 @@ def state_dict_of(checkpoint: Mapping, source: str, prefix: str = ''
         raise CheckpointMismatchError(
             f'{source!r} holds no state dict (top-level keys: '
             f'{key_list(map(str, checkpoint))})')
-    picked = OrderedDict()
-    for key, value in state_dict.items():
-        key = re.sub(r'^module\.', '', key)
-        if key.startswith(prefix):
-            picked[key[len(prefix):]] = value
+    keys = {re.sub(r'^module\.', '', k): k for k in state_dict}
+    picked = OrderedDict((k[len(prefix):], state_dict[old])
+                         for k, old in keys.items() if k.startswith(prefix))
     if not picked:
-        tops = {k.split('.', 1)[0] + '.' for k in state_dict}
         raise CheckpointMismatchError(
             f'No key of {source!r} starts with prefix {prefix!r}; its keys '
-            f'start with: {key_list(tops)}. A classifier checkpoint needs '
-            "prefix='backbone.', a bare backbone state dict prefix=''.")
+            f'start with: {key_list({k.split(".")[0] + "." for k in keys})}'
+            ". A classifier checkpoint needs prefix='backbone.', a bare "
+            "backbone state dict prefix=''.")
     bad = [k for k, v in picked.items() if not torch.is_tensor(v)]
     if bad:
-        raise CheckpointMismatchError(
-            f'{source!r}: non-tensor values under {prefix!r}: '
-            f'{key_list(bad)}')
+        raise CheckpointMismatchError(f'{source!r}: non-tensor values under '
+                                      f'{prefix!r}: {key_list(bad)}')
     picked._metadata = getattr(state_dict, '_metadata', OrderedDict())
     return picked
 
@@ -96,7 +84,8 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
             mis-shaped key.
     """
     own = module.state_dict()
-    mismatched: List[str] = []
+    shape = lambda text: tuple(int(n) for n in re.findall(r'\d+', text))  # noqa: E731,E501
+    mismatched = []
     try:
         result = module.load_state_dict(state_dict, strict=False)
         # A key the module's own load hook drops although the file holds
@@ -108,20 +97,17 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
                    if not _same(state_dict.get(k), own[k])]
         unexpected = result.unexpected_keys
     except RuntimeError as error:
-        mismatched = [f'{k} {_shape(a)} in the checkpoint, {_shape(b)} in '
+        mismatched = [f'{k} {shape(a)} in the checkpoint, {shape(b)} in '
                       'the model'
                       for k, a, b in _SIZE_MISMATCH.findall(str(error))]
         if not mismatched:
             raise
         missing = sorted(set(own) - set(state_dict))
         unexpected = sorted(set(state_dict) - set(own))
-
-    def allowed(key, patterns):
-        return any(fnmatch.fnmatchcase(key, p) for p in patterns)
-
-    bad_missing = [k for k in missing if not allowed(k, allow_missing)]
+    bad_missing = [k for k in missing
+                   if not any(fnmatchcase(k, p) for p in allow_missing)]
     bad_unexpected = [k for k in unexpected
-                      if not allowed(k, allow_unexpected)]
+                      if not any(fnmatchcase(k, p) for p in allow_unexpected)]
     if bad_missing or bad_unexpected or mismatched:
         lines = [f'Checkpoint {source} does not fit {type(module).__name__}'
                  ': loading it would leave these weights as initialised.']
@@ -130,11 +116,9 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
                            ('shape differs', mismatched)):
             if keys:
                 lines.append(f'  {what} ({len(keys)}): {key_list(keys)}')
-        if hint:
-            lines.append(hint)
-        raise CheckpointMismatchError('\n'.join(lines))
+        raise CheckpointMismatchError('\n'.join(lines + [hint] * bool(hint)))
     resized = [(k, tuple(v.shape), tuple(own[k].shape))
                for k, v in state_dict.items()
-               if k in own and tuple(v.shape) != tuple(own[k].shape)]
+               if k in own and v.shape != own[k].shape]
     return ([k for k in missing if k not in bad_missing],
             [k for k in unexpected if k not in bad_unexpected], resized)

@@ -4,8 +4,6 @@ import sys
 
 from .load import CheckpointError
 
-__all__ = ['run_tool']
-
 
 def run_tool(main, *args, **kwargs):
     """Call ``main``; a refused checkpoint or a missing file ends the

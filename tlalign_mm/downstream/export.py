@@ -1,29 +1,38 @@
-"""Export the backbone of a classifier checkpoint as a tensors-only file.
+"""Export a classifier checkpoint as a tensors-only file
+(``tools/export_backbone.py``).
 
-A TL-Align (or CutMix) ImageNet checkpoint written by mmengine's Runner is
-``{'meta', 'state_dict', 'message_hub', 'optimizer', 'param_schedulers'}``.
-The export keeps only the ``backbone.*`` tensors and plain-typed ``meta``
-(the pretraining backbone config is parsed from ``meta['cfg']``, never
-executed), so it loads with ``torch.load(path, weights_only=True)`` in any
-environment, and is a fraction of the size.
+:func:`export_backbone`: a Runner checkpoint (``{'meta', 'state_dict',
+'message_hub', 'optimizer', 'param_schedulers'}``) becomes ``{'meta',
+'state_dict'}`` with only the ``backbone.*`` tensors and plain-typed
+``meta`` (the pretraining backbone config is parsed from ``meta['cfg']``,
+never executed), so it loads with ``torch.load(path, weights_only=True)``
+in any environment, and is a fraction of the size. The key layout is
+mmpretrain's for every target: the downstream configs of this package build
+mmpretrain's backbones inside mmseg and mmdet
+(``type='mmpretrain.VisionTransformer'``), so no key or tensor conversion
+is needed. Keys keep their ``backbone.`` prefix: the same ``init_cfg``
+(``prefix='backbone.'``) reads the Runner checkpoint and the export alike.
 
-The key layout is mmpretrain's for every target: the downstream configs of
-this package build mmpretrain's backbones inside mmseg and mmdet
-(``type='mmpretrain.VisionTransformer'`` / ``'mmpretrain.SwinTransformer'``
-through the cross-scope registry), so no key or tensor conversion is needed
-and the backbone is the pretrained module itself. Keys keep their
-``backbone.`` prefix: the same ``init_cfg`` (``prefix='backbone.'``) reads
-the Runner checkpoint and the export alike.
+:func:`export_timm`: a ``PooledTIMMBackbone`` classifier becomes a plain
+timm state dict: the ``backbone.timm_model.`` prefix is stripped and the
+head's ``Linear`` renamed to timm's ``head`` (for distilled DeiT also
+``head_dist``: timm averages ``head(cls)`` and ``head_dist(dist)``, which
+with both set to the trained head is ``head((cls + dist) / 2)``, what the
+mmpretrain head computed), so that ::
+
+    model = timm.create_model(name, pretrained=False, **kwargs)
+    model.load_state_dict(torch.load(path, weights_only=True), strict=True)
+
+loads it; the export builds that model and loads the file strictly before
+it returns ``name`` and ``kwargs`` (the training config's).
 """
 import hashlib
 import json
-import logging
 import os.path as osp
 from typing import Optional
 
 import torch
 from mmengine.config import Config
-from mmengine.logging import MMLogger
 
 from tlalign_mm.checkpoint import (
     CheckpointMismatchError,
@@ -32,35 +41,13 @@ from tlalign_mm.checkpoint import (
     state_dict_of,
 )
 from tlalign_mm.models.tlalign_backbone import plain_backbone_cfg
-
-from .strict_pretrained import SCOPE
-
-__all__ = [
-    'TARGETS', 'check_export', 'export_backbone',
-    'unsafe_globals_without_allow_list'
-]
+from tlalign_mm.registry import SCOPE
 
 TARGETS = ('mmpretrain', 'mmseg', 'mmdet')
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def unsafe_globals_without_allow_list(path: str) -> list:
-    """The globals ``torch.load(path, weights_only=True)`` would refuse
-    in a process without any allow-list (tlalign_mm's included)."""
-    serialization = torch.serialization
-    saved = serialization.get_safe_globals()
-    serialization.clear_safe_globals()
-    try:
-        return sorted(serialization.get_unsafe_globals_in_checkpoint(path))
-    finally:
-        serialization.add_safe_globals(saved)
+TIMM_PREFIX = 'backbone.timm_model.'
+#: ``TIMMBackbone`` arguments that are not timm model arguments.
+_NOT_TIMM_ARGS = ('type', 'init_cfg', 'pretrained', 'checkpoint_path',
+                  'features_only', 'in_channels', 'model_name')
 
 
 def _plain(value):
@@ -71,36 +58,21 @@ def _plain(value):
         return None
 
 
-def _pretrain_backbone_cfg(src_meta: dict) -> Optional[dict]:
-    """The (unwrapped) backbone config of the training run, if recorded
-    (``meta['cfg']`` is parsed, never executed)."""
-    text = src_meta.get('cfg') if isinstance(src_meta, dict) else None
-    if not isinstance(text, str):
-        return None
+def _recorded_model(ckpt: dict) -> Optional[dict]:
+    """The model config of the training run, from ``meta['cfg']`` (parsed,
+    never executed); ``None`` if absent or not plain data."""
+    text = (ckpt.get('meta') or {}).get('cfg')
     try:
-        backbone = parse_config(text)['model']['backbone']
-    except (ValueError, KeyError, TypeError):  # not a plain config: skip
+        return parse_config(text)['model'] if isinstance(text, str) else None
+    except (ValueError, KeyError):
         return None
-    return _plain(plain_backbone_cfg(backbone))
 
 
-def export_backbone(src: str,
-                    dst: str,
-                    to: str = 'mmpretrain',
+def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
                     prefix: str = 'backbone.') -> dict:
-    """Write the ``prefix`` tensors of ``src`` to ``dst``.
-
-    Args:
-        src (str): a Runner checkpoint of a classifier (TL-Align's or any
-            mmpretrain ``ImageClassifier``'s).
-        dst (str): output path.
-        to (str): the library that will fine-tune it (``'mmpretrain'``,
-            ``'mmseg'``, ``'mmdet'``); recorded in ``meta``. The layout is
-            mmpretrain's for all three (see the module docstring).
-        prefix (str): the backbone's prefix in ``src``.
-
-    Returns:
-        dict: the ``meta`` written (plain types only).
+    """Write the ``prefix`` tensors of the classifier checkpoint ``src`` to
+    ``dst``, for the library ``to`` (recorded in ``meta``); return the
+    ``meta`` written (plain types only).
 
     Raises:
         CheckpointMismatchError: no tensor under ``prefix``, or a
@@ -109,50 +81,43 @@ def export_backbone(src: str,
     if to not in TARGETS:
         raise ValueError(f'--to must be one of {TARGETS}, got {to!r}')
     ckpt = load(src)
-    picked = state_dict_of(ckpt, repr(src), prefix)
+    picked = state_dict_of(ckpt, src, prefix)
     # clone: a view would drag its whole storage into the file
-    tensors = {
-        prefix + k: picked[k].detach().to('cpu').clone().contiguous()
-        for k in sorted(picked)
-    }
-    src_meta = ckpt.get('meta', {}) if isinstance(ckpt, dict) else {}
-    src_meta = src_meta if isinstance(src_meta, dict) else {}
+    tensors = {prefix + k: v.detach().cpu().clone().contiguous()
+               for k, v in sorted(picked.items())}
+    meta = ckpt.get('meta') or {}
+    model = _recorded_model(ckpt)
+    with open(src, 'rb') as f:
+        sha256 = hashlib.file_digest(f, 'sha256').hexdigest()
     from tlalign_mm import __version__
     meta = dict(
         exported_by=f'tlalign_mm {__version__} tools/export_backbone.py',
-        to=to,
-        layout='mmpretrain',
-        prefix=prefix,
+        to=to, layout='mmpretrain', prefix=prefix,
         loader=dict(type='Pretrained', _scope_=SCOPE, prefix=prefix,
                     strict=True),
-        source=osp.abspath(src),
-        source_sha256=_sha256(src),
-        epoch=_plain(src_meta.get('epoch')),
-        iter=_plain(src_meta.get('iter')),
+        source=osp.abspath(src), source_sha256=sha256,
+        epoch=_plain(meta.get('epoch')), iter=_plain(meta.get('iter')),
         num_tensors=len(tensors),
-        num_params=int(sum(t.numel() for t in tensors.values())),
-        backbone=_pretrain_backbone_cfg(src_meta),
-    )
+        num_params=sum(t.numel() for t in tensors.values()),
+        backbone=_plain(plain_backbone_cfg(model['backbone']))
+        if isinstance(model, dict) and 'backbone' in model else None)
     torch.save({'meta': meta, 'state_dict': tensors}, dst)
-    unsafe = unsafe_globals_without_allow_list(dst)
-    if unsafe:  # cannot happen with tensors and plain types; make sure
-        raise RuntimeError(f'{dst} would need allow-listed globals: {unsafe}')
     return meta
 
 
 def check_export(path: str, config: str) -> str:
-    """Build ``config``'s backbone and initialise it from ``path``.
+    """Build ``config``'s backbone and initialise it from ``path`` with the
+    strict ``Pretrained`` its ``init_cfg`` must be; return its type name.
 
-    The backbone's ``init_cfg`` must be this package's strict
-    ``Pretrained``; its ``checkpoint`` is replaced by ``path``. Raises
-    :class:`CheckpointMismatchError` if a key does not load; returns the
-    backbone's type name.
+    Raises:
+        CheckpointMismatchError: the init_cfg is not the strict loader, or a
+            key does not load.
     """
+    from mmengine.logging import MMLogger
     from mmengine.registry import MODELS, init_default_scope
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
-    backbone = cfg.model.backbone
-    init = backbone.get('init_cfg')
+    init = cfg.model.backbone.get('init_cfg')
     if not (isinstance(init, dict) and init.get('type') == 'Pretrained'
             and init.get('_scope_') == SCOPE):
         raise CheckpointMismatchError(
@@ -160,13 +125,75 @@ def check_export(path: str, config: str) -> str:
             f"(dict(type='Pretrained', _scope_={SCOPE!r}, ...)); got "
             f'{init!r}')
     init.checkpoint = path
-    module = MODELS.build(backbone)
-    # mmengine logs every parameter's init info at INFO without a log file
+    module = MODELS.build(cfg.model.backbone)
+    # mmengine logs every parameter's init info at INFO: warnings only
     logger = MMLogger.get_current_instance()
     level = logger.level
-    logger.setLevel(logging.WARNING)
+    logger.setLevel('WARNING')
     try:
         module.init_weights()
     finally:
         logger.setLevel(level)
     return type(module).__name__
+
+
+def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
+    """Write the timm state dict of ``src`` (a ``PooledTIMMBackbone``
+    classifier checkpoint) to ``dst``; ``config``: the training config
+    (default: the one the checkpoint records).
+
+    Returns:
+        dict: ``model_name``, ``kwargs`` (``timm.create_model``'s, with
+        ``num_classes``), ``num_tensors``, ``head`` (the checkpoint's head
+        prefix exported, or ``None``).
+
+    Raises:
+        CheckpointMismatchError: no timm tensors, a head timm cannot hold, or
+            a state dict that ``timm.create_model`` does not load strictly.
+    """
+    import timm
+    ckpt = load(src)
+    model = Config.fromfile(config).model.to_dict() if config else \
+        _recorded_model(ckpt)
+    if model is None:
+        raise CheckpointMismatchError(
+            f'{src!r}: its meta.cfg is missing or not a plain config (it is '
+            'parsed, never run), so the timm model name is unknown: pass '
+            'the training config (--config).')
+    backbone = plain_backbone_cfg(dict(model['backbone']))
+    if backbone.get('type') != 'PooledTIMMBackbone':
+        raise ValueError(f"--format timm exports PooledTIMMBackbone models; "
+                         f"this config's is {backbone.get('type')!r}.")
+    kwargs = {k: v for k, v in backbone.items() if k not in _NOT_TIMM_ARGS}
+    kwargs.setdefault('global_pool', 'token')
+    if backbone.get('in_channels', 3) != 3:
+        kwargs['in_chans'] = backbone['in_channels']
+    state_dict = ckpt.get('state_dict', ckpt)
+    tensors = {k[len(TIMM_PREFIX):]: v.detach().cpu().clone().contiguous()
+               for k, v in state_dict.items() if k.startswith(TIMM_PREFIX)}
+    if not tensors:
+        raise CheckpointMismatchError(
+            f'No key of {src!r} starts with {TIMM_PREFIX!r}.')
+    if any(k.startswith('head.layers.pre_logits') for k in state_dict):
+        raise CheckpointMismatchError(
+            "The head has a hidden pre-logits layer, which timm's "
+            'VisionTransformer does not have.')
+    # mmpretrain heads whose classifier is one Linear, and where it is
+    head = next((p for p in ('head.fc.', 'head.layers.head.')
+                 if f'{p}weight' in state_dict), None)
+    for name in (['head', 'head_dist'] if 'dist_token' in tensors else
+                 ['head']) if head else []:
+        for part in ('weight', 'bias'):
+            tensors[f'{name}.{part}'] = state_dict[head + part].cpu().clone()
+    kwargs['num_classes'] = len(tensors['head.bias']) if head else 0
+    net = timm.create_model(backbone['model_name'], pretrained=False,
+                            **kwargs)
+    try:
+        net.load_state_dict(tensors, strict=True)
+    except RuntimeError as error:
+        raise CheckpointMismatchError(
+            f"timm.create_model({backbone['model_name']!r}, **{kwargs}) "
+            f'does not load the export strictly: {error}') from error
+    torch.save(tensors, dst)
+    return dict(model_name=backbone['model_name'], kwargs=kwargs,
+                num_tensors=len(tensors), head=head)

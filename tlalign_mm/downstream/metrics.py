@@ -1,8 +1,7 @@
 """Robustness metrics: accuracy on a class subset (ImageNet-A/R) and the
 mean Corruption Error of ImageNet-C."""
-import logging
 from collections import defaultdict
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -11,8 +10,6 @@ from mmengine.logging import print_log
 from mmpretrain.registry import METRICS
 
 from tlalign_mm.datasets import CORRUPTIONS
-
-__all__ = ['ALEXNET_ERR', 'CorruptionError', 'SubsetAccuracy', 'mce']
 
 #: AlexNet's top-1 error on ImageNet-C, averaged over severities 1-5, per
 #: corruption (the normalisation of Corruption Error): Hendrycks &
@@ -24,14 +21,6 @@ ALEXNET_ERR = dict(
     zip(CORRUPTIONS, (0.886428, 0.894468, 0.922640, 0.819880, 0.826268,
                       0.785948, 0.798360, 0.866816, 0.826572, 0.819324,
                       0.564592, 0.853204, 0.646056, 0.717840, 0.606500)))
-
-
-def _label(value) -> int:
-    if torch.is_tensor(value):
-        return int(value.reshape(-1)[0])
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return int(value[0])
-    return int(value)
 
 
 @METRICS.register_module()
@@ -57,28 +46,20 @@ class SubsetAccuracy(BaseMetric):
                  collect_device: str = 'cpu',
                  prefix: Optional[str] = None):
         super().__init__(collect_device=collect_device, prefix=prefix)
-        self.topk = tuple(topk)
-        self._subset = None if subset_indices is None else \
-            [int(i) for i in subset_indices]
+        self.topk, self.subset = tuple(topk), subset_indices
 
-    @property
-    def subset(self) -> List[int]:
-        if self._subset is not None:
-            return self._subset
-        meta = self.dataset_meta or {}
-        if 'subset_indices' not in meta:
+    def process(self, data_batch, data_samples: Sequence[dict]) -> None:
+        subset = self.subset or (self.dataset_meta or {}).get(
+            'subset_indices')
+        if subset is None:
             raise ValueError(
                 'SubsetAccuracy needs subset_indices, or a dataset whose '
                 "metainfo has 'subset_indices' (ImageNetA, ImageNetR).")
-        return [int(i) for i in meta['subset_indices']]
-
-    def process(self, data_batch, data_samples: Sequence[dict]) -> None:
-        subset = torch.tensor(self.subset)
-        k = max(self.topk)
+        subset = torch.as_tensor(subset)
         for sample in data_samples:
             score = sample['pred_score'].cpu().float()[subset]
-            top = subset[score.topk(min(k, len(subset))).indices]
-            self.results.append((top.tolist(), _label(sample['gt_label'])))
+            top = subset[score.topk(min(max(self.topk), len(subset))).indices]
+            self.results.append((top.tolist(), int(sample['gt_label'])))
 
     def compute_metrics(self, results: list) -> dict:
         out = {}
@@ -150,11 +131,10 @@ class CorruptionError(BaseMetric):
                     'CorruptionError needs `corruption` and `severity` in '
                     "each data sample: use PackInputs(meta_keys=(..., "
                     "'corruption', 'severity')) with the ImageNetC dataset.")
-            pred = int(sample['pred_score'].argmax()) \
-                if 'pred_score' in sample else _label(sample['pred_label'])
-            self.results.append(
-                (sample['corruption'], int(sample['severity']),
-                 pred == _label(sample['gt_label'])))
+            pred = sample['pred_score'].argmax() if 'pred_score' in sample \
+                else sample['pred_label']
+            self.results.append((sample['corruption'], int(sample['severity']),
+                                 int(pred) == int(sample['gt_label'])))
 
     def compute_metrics(self, results: list) -> dict:
         hits = defaultdict(list)
@@ -170,13 +150,9 @@ class CorruptionError(BaseMetric):
         result = mce(errors, self.corruptions)
         if set(self.corruptions) != set(CORRUPTIONS):
             print_log('mCE over a subset of the 15 ImageNet-C corruptions: '
-                      f'{list(self.corruptions)}', logger='current',
-                      level=logging.WARNING)
+                      f'{list(self.corruptions)}', 'current', 30)
         correct = [x for c, s, x in results if c in self.corruptions
                    and s in self.severities]
-        out = {'mCE': 100.0 * result['mCE'],
-               'top1': 100.0 * float(np.mean(correct))}
-        for c in self.corruptions:
-            out[f'CE/{c}'] = 100.0 * result['CE'][c]
-            out[f'error/{c}'] = 100.0 * result['error'][c]
-        return out
+        return dict({f'{k}/{c}': 100.0 * result[k][c] for c in
+                     self.corruptions for k in ('CE', 'error')},
+                    mCE=100.0 * result['mCE'], top1=100.0 * np.mean(correct))

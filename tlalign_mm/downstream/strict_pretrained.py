@@ -3,13 +3,13 @@
 mmengine's ``init_cfg=dict(type='Pretrained', ...)`` loads with
 ``strict=False``: a missing, unexpected or wrongly shaped tensor is a log
 warning, and a wrong ``prefix`` leaves the backbone randomly initialised.
-This module registers a strict ``Pretrained`` in its own registry scope; a
-config selects it with ``_scope_``::
+This module registers a strict ``Pretrained`` in the ``tlalign_mm`` scope;
+a config selects it with ``_scope_``::
 
     backbone=dict(
         type='mmpretrain.VisionTransformer', ...,
         init_cfg=dict(
-            type='Pretrained', _scope_='tlalign_mm.downstream',
+            type='Pretrained', _scope_='tlalign_mm',
             checkpoint='work_dirs/deit-small_4xb256_in1k_tlalign/'
                        'epoch_300.pth',
             prefix='backbone.', strict=True))
@@ -28,14 +28,11 @@ hooks, e.g. mmpretrain's position-embedding resize); intentional exceptions
 are ``allow_missing`` / ``allow_unexpected`` fnmatch patterns, logged by
 name.
 """
-import logging
 from typing import Optional, Sequence
 
 import torch.nn as nn
 from mmengine.logging import print_log
 from mmengine.model.weight_init import update_init_info
-from mmengine.registry import WEIGHT_INITIALIZERS as MMENGINE_INITIALIZERS
-from mmengine.registry import Registry
 
 from tlalign_mm.checkpoint import (
     CheckpointMismatchError,
@@ -44,34 +41,12 @@ from tlalign_mm.checkpoint import (
     state_dict_of,
 )
 from tlalign_mm.checkpoint.strict import key_list
-
-__all__ = ['SCOPE', 'WEIGHT_INITIALIZERS', 'StrictPretrainedInit',
-           'strict_pretrained_cfg']
-
-#: registry scope of the strict ``Pretrained``
-SCOPE = 'tlalign_mm.downstream'
-
-WEIGHT_INITIALIZERS = Registry(
-    'weight initializer', parent=MMENGINE_INITIALIZERS, scope=SCOPE)
+from tlalign_mm.registry import WEIGHT_INITIALIZERS
 
 HINT = ('Check the backbone config (arch, out_indices, final_norm, '
         'with_cls_token) against the pretraining config, and the prefix. '
         "Keys that are new by design go in init_cfg's allow_missing / "
         'allow_unexpected (fnmatch patterns).')
-
-
-def strict_pretrained_cfg(checkpoint: str,
-                          prefix: str = 'backbone.',
-                          allow_missing: Sequence[str] = (),
-                          allow_unexpected: Sequence[str] = ()) -> dict:
-    """The ``init_cfg`` dict that selects :class:`StrictPretrainedInit`."""
-    cfg = dict(type='Pretrained', _scope_=SCOPE, checkpoint=checkpoint,
-               prefix=prefix, strict=True)
-    if allow_missing:
-        cfg['allow_missing'] = list(allow_missing)
-    if allow_unexpected:
-        cfg['allow_unexpected'] = list(allow_unexpected)
-    return cfg
 
 
 @WEIGHT_INITIALIZERS.register_module(name='Pretrained')
@@ -107,23 +82,17 @@ class StrictPretrainedInit:
                  hint: Optional[str] = None):
         if strict is not True:
             raise ValueError(
-                f'The {SCOPE} Pretrained initializer is strict (got '
-                f'strict={strict!r}); list intentional exceptions in '
-                "allow_missing/allow_unexpected, or use mmengine's "
-                'Pretrained (no _scope_) for a non-strict load.')
-        for name, value in (('allow_missing', allow_missing),
-                            ('allow_unexpected', allow_unexpected)):
-            if isinstance(value, str):
-                raise TypeError(f'{name} must be a list of patterns, got the '
-                                f'string {value!r}')
-        self.checkpoint = checkpoint
-        prefix = prefix or ''
-        self.prefix = prefix if not prefix or prefix.endswith('.') else \
-            prefix + '.'
-        self.allow_missing = tuple(allow_missing)
-        self.allow_unexpected = tuple(allow_unexpected)
+                f'This Pretrained initializer is strict (got strict='
+                f'{strict!r}); list intentional exceptions in allow_missing/'
+                "allow_unexpected, or use mmengine's Pretrained (no "
+                '_scope_) for a non-strict load.')
+        if isinstance(allow_missing, str) or isinstance(allow_unexpected,
+                                                        str):
+            raise TypeError('allow_missing / allow_unexpected must be a list '
+                            'of patterns, not a string')
+        self.checkpoint, self.prefix, self.hint = checkpoint, prefix, hint
+        self.allow = (tuple(allow_missing), tuple(allow_unexpected))
         self.map_location = map_location
-        self.hint = hint
 
     def __call__(self, module: nn.Module) -> None:
         source = f'{self.checkpoint!r} (prefix {self.prefix!r})'
@@ -135,24 +104,18 @@ class StrictPretrainedInit:
             raise CheckpointMismatchError(
                 f'Pretrained checkpoint {self.checkpoint!r} does not exist. '
                 f'{self.hint}') from error
-        state_dict = state_dict_of(ckpt, repr(self.checkpoint), self.prefix)
+        state_dict = state_dict_of(ckpt, self.checkpoint, self.prefix)
         missing, unexpected, resized = load_strictly(
-            module, state_dict, source, self.allow_missing,
-            self.allow_unexpected, hint=HINT)
-        message = (f'Loaded {len(state_dict) - len(unexpected)} tensors into '
-                   f'{type(module).__name__} from {source}, strictly')
-        if missing:
-            message += ('; new by design (allow_missing), left as '
-                        f'initialised: {key_list(missing)}')
-        if unexpected:
-            message += f'; ignored (allow_unexpected): {key_list(unexpected)}'
-        if resized:
-            message += '; resized by the backbone\'s load hook: ' + ', '.join(
-                f'{k} {a}->{b}' for k, a, b in resized)
-        print_log(message, logger='current', level=logging.INFO)
+            module, state_dict, source, *self.allow, hint=HINT)
+        print_log(
+            f'Loaded {len(state_dict) - len(unexpected)} tensors into '
+            f'{type(module).__name__} from {source}, strictly'
+            + (f'; new by design (allow_missing), left as initialised: '
+               f'{key_list(missing)}' if missing else '')
+            + (f'; ignored (allow_unexpected): {key_list(unexpected)}'
+               if unexpected else '')
+            + ("; resized by the backbone's load hook: " + ', '.join(
+                f'{k} {a}->{b}' for k, a, b in resized) if resized else ''),
+            logger='current')
         if hasattr(module, '_params_init_info'):
-            update_init_info(module, init_info=self._get_init_info())
-
-    def _get_init_info(self) -> str:
-        return (f'{type(self).__name__}: strictly loaded from '
-                f'{self.checkpoint} (prefix {self.prefix!r})')
+            update_init_info(module, f'strictly loaded from {source}')

@@ -1,10 +1,10 @@
 """Training-loop pieces for mmengine runs.
 
-Hooks for any OpenMMLab run are in the ``tlalign_mm.engine`` registry scope
-(configs name them with ``_scope_='tlalign_mm.engine'``): the checkpoint
-hooks of :mod:`tlalign_mm.checkpoint` and ``PlainParamGroupsHook``. The
-mmpretrain-only pieces (``LabelDriftHook``, ``MergedParamGroupsConstructor``)
-are in mmpretrain's registries.
+``PlainParamGroupsHook`` (any OpenMMLab run) is in the ``tlalign_mm``
+registry scope (:mod:`tlalign_mm.registry`), with the checkpoint hooks of
+:mod:`tlalign_mm.checkpoint`; the mmpretrain-only pieces
+(``LabelDriftHook``, ``MergedParamGroupsConstructor``) are in mmpretrain's
+registries.
 """
 from .label_drift_hook import LabelDriftHook
 from .merged_param_groups import (
@@ -12,9 +12,8 @@ from .merged_param_groups import (
     merge_param_groups,
 )
 from .plain_param_groups import PlainParamGroupsHook
-from .registry import HOOKS, SCOPE
 
 __all__ = [
-    'HOOKS', 'SCOPE', 'LabelDriftHook', 'MergedParamGroupsConstructor',
-    'PlainParamGroupsHook', 'merge_param_groups'
+    'LabelDriftHook', 'MergedParamGroupsConstructor', 'PlainParamGroupsHook',
+    'merge_param_groups'
 ]

@@ -2,7 +2,7 @@
 from mmengine.hooks import Hook
 from mmengine.optim import OptimWrapperDict
 
-from .registry import HOOKS
+from tlalign_mm.registry import HOOKS
 
 
 @HOOKS.register_module()
@@ -21,7 +21,7 @@ class PlainParamGroupsHook(Hook):
 
         compile = True
         custom_hooks = [
-            dict(type='PlainParamGroupsHook', _scope_='tlalign_mm.engine')
+            dict(type='PlainParamGroupsHook', _scope_='tlalign_mm')
         ]
     """
 

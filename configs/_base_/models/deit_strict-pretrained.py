@@ -15,11 +15,11 @@
 deit_strict_pretrained = dict(
     arch='deit-small',
     patch_size=16,
-    # the strict loader of tlalign_mm.downstream (not mmengine's):
+    # the strict loader of tlalign_mm (not mmengine's Pretrained):
     # strict=True makes a config that loses `_scope_` fail loudly
     init_cfg=dict(
         type='Pretrained',
-        _scope_='tlalign_mm.downstream',
+        _scope_='tlalign_mm',
         checkpoint=None,
         prefix='backbone.',
         strict=True))

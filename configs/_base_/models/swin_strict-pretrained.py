@@ -25,11 +25,11 @@ swin_strict_pretrained = dict(
     window_size=7,
     out_indices=(0, 1, 2, 3),
     pad_small_map=True,
-    # the strict loader of tlalign_mm.downstream (not mmengine's):
+    # the strict loader of tlalign_mm (not mmengine's Pretrained):
     # strict=True makes a config that loses `_scope_` fail loudly
     init_cfg=dict(
         type='Pretrained',
-        _scope_='tlalign_mm.downstream',
+        _scope_='tlalign_mm',
         checkpoint=None,
         prefix='backbone.',
         strict=True,
