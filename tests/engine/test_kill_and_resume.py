@@ -137,6 +137,40 @@ def test_kill_at_random_iteration_resumes_bit_identical(setup, loop):
                           f'{context}, resumed at {resumed_iter}')
 
 
+@pytest.mark.parametrize('loop', ['epoch', 'iter'])
+def test_unseeded_run_resumes_as_the_run_with_its_seed(setup, loop):
+    """``randomness.seed=None``, the default of mmpretrain's, mmseg's and
+    mmdet's runtimes (so of the ImageNet, UperNet and Cascade configs): the
+    run draws a seed, and killed and resumed it ends as the uninterrupted
+    run with that seed. mmengine restores the global seed on resume but not
+    the sampler's, which it built with the new run's draw: the resumed
+    epochs (the iteration loop's whole stream) were shuffled otherwise."""
+    root, configs, _ = setup
+    with open(configs[loop]) as f:
+        text = f.read()
+    seeded = 'randomness = dict(seed=0,'
+    assert seeded in text
+    config = str(root / f'unseeded_{loop}.py')
+    with open(config, 'w') as f:
+        f.write(text.replace(seeded, 'randomness = dict(seed=None,'))
+    work_dir = str(root / f'unseeded_{loop}')
+    code, out, killed_at = _train(config, work_dir,
+                                  kill_after=ITERS_PER_EPOCH + INTERVAL + 1)
+    assert code == -signal.SIGKILL, out[-3000:]
+    seed = torch.load(osp.join(work_dir, 'last.pth'), map_location='cpu',
+                      weights_only=True)['meta']['seed']
+    code, out, _ = _train(config, work_dir, '--resume')
+    assert code == 0, out[-4000:]
+    assert RESUMED.search(out), out[-3000:]
+    reference = str(root / f'seeded_{seed}_{loop}')
+    code, out, _ = _train(config, reference, '--cfg-options',
+                          f'randomness.seed={seed}')
+    assert code == 0, out[-4000:]
+    _assert_bit_identical(_final_weights(work_dir, loop),
+                          _final_weights(reference, loop),
+                          f'killed after iteration {killed_at}, seed {seed}')
+
+
 def test_kill_during_checkpoint_write_resumes_mid_epoch(setup):
     """SIGKILL inside a checkpoint save (after the bytes went to the
     temporary file, before the rename): no file appears under the final

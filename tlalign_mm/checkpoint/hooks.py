@@ -157,8 +157,13 @@ class LastCheckpointHook(CheckpointHook):
       names it in ``last_checkpoint``: a killed job loses at most
       ``interval`` iterations.
     * Every checkpoint the run saves gets ``resume_state``: the Python,
-      numpy, torch (and CUDA) generator states.
-    * On resume the sampler skips the indices of the batches already
+      numpy, torch (and CUDA) generator states, and the training sampler's
+      shuffling seed.
+    * On resume the sampler gets its seed back (mmengine builds it with the
+      new run's seed and restores only the global one: with
+      ``randomness.seed=None``, the default of mmpretrain's, mmseg's and
+      mmdet's runtimes, the resumed epochs would be shuffled otherwise),
+      skips the indices of the batches already
       trained (without loading them) and the generators are set back right
       before the first resumed batch is drawn. Validation runs on a copy of
       the generator states.
@@ -190,7 +195,12 @@ class LastCheckpointHook(CheckpointHook):
         self._pending = self._val_rng = None
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
-        checkpoint['resume_state'] = dict(rng=capture_rng())
+        seed = getattr(adapter.train_sampler(runner.train_dataloader),
+                       'seed', None)
+        if type(seed) is not int:
+            seed = None
+        checkpoint['resume_state'] = dict(rng=capture_rng(),
+                                          sampler_seed=seed)
 
     def before_val_epoch(self, runner) -> None:
         self._val_rng = capture_rng()
@@ -205,9 +215,12 @@ class LastCheckpointHook(CheckpointHook):
             return
         state = checkpoint.get('resume_state')
         rng = state.get('rng') if isinstance(state, dict) else None
+        seed = state.get('sampler_seed') if isinstance(state, dict) else None
         try:
             if rng is not None:
                 check_rng(rng)
+            if seed is not None and type(seed) is not int:
+                raise TypeError(f'sampler_seed {type(seed).__name__}')
         except Exception as error:  # noqa: BLE001  named below
             raise CheckpointError(
                 f'Refused checkpoint {adapter.loads_from(runner)!r}: its '
@@ -219,13 +232,15 @@ class LastCheckpointHook(CheckpointHook):
         if get_rank() != 0 and adapter.diff_rank_seed(runner):
             rng = None  # rank 0's states, not this rank's
         meta = checkpoint['meta']
-        self._pending = (rng, meta['epoch'], meta['iter'])
+        self._pending = (rng, seed, meta['epoch'], meta['iter'])
 
     def before_train_epoch(self, runner) -> None:
         if self._pending is None:
             return
-        (rng, epoch, it), self._pending = self._pending, None
+        (rng, seed, epoch, it), self._pending = self._pending, None
         loop, loader = runner.train_loop, runner.train_dataloader
+        if seed is not None:
+            adapter.set_sampler_seed(adapter.train_sampler(loader), seed)
         iter_based = isinstance(loop, IterBasedTrainLoop)
         skip = it if iter_based else it - epoch * len(loader)
         sampler = type(getattr(loader.batch_sampler, 'sampler', None))

@@ -57,6 +57,10 @@ def state_dict_of(checkpoint: Mapping, source: str, prefix: str = ''
     return picked
 
 
+def _shape(text: str) -> Tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r'\d+', text))
+
+
 def _same(tensor, own: torch.Tensor) -> bool:
     return torch.is_tensor(tensor) and \
         torch.equal(tensor.to(own.device, own.dtype), own)
@@ -84,7 +88,6 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
             mis-shaped key.
     """
     own = module.state_dict()
-    shape = lambda text: tuple(int(n) for n in re.findall(r'\d+', text))  # noqa: E731,E501
     mismatched = []
     try:
         result = module.load_state_dict(state_dict, strict=False)
@@ -97,7 +100,7 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
                    if not _same(state_dict.get(k), own[k])]
         unexpected = result.unexpected_keys
     except RuntimeError as error:
-        mismatched = [f'{k} {shape(a)} in the checkpoint, {shape(b)} in '
+        mismatched = [f'{k} {_shape(a)} in the checkpoint, {_shape(b)} in '
                       'the model'
                       for k, a, b in _SIZE_MISMATCH.findall(str(error))]
         if not mismatched:
@@ -116,7 +119,9 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
                            ('shape differs', mismatched)):
             if keys:
                 lines.append(f'  {what} ({len(keys)}): {key_list(keys)}')
-        raise CheckpointMismatchError('\n'.join(lines + [hint] * bool(hint)))
+        if hint:
+            lines.append(hint)
+        raise CheckpointMismatchError('\n'.join(lines))
     resized = [(k, tuple(v.shape), tuple(own[k].shape))
                for k, v in state_dict.items()
                if k in own and v.shape != own[k].shape]
