@@ -135,6 +135,14 @@ def merge_args(cfg, args):
     return cfg
 
 
+def build_runner(cfg):
+    """``RUNNERS`` if ``runner_type`` is set, else mmengine's Runner
+    (tools/run_demo.py wraps this to add its progress hook)."""
+    if 'runner_type' in cfg:
+        return RUNNERS.build(cfg)
+    return Runner.from_cfg(cfg)
+
+
 def main():
     args = parse_args()
     # every checkpoint mmengine loads through tlalign_mm.checkpoint.load,
@@ -152,8 +160,7 @@ def main():
     check_config_datasets(cfg, ['train_dataloader', 'val_dataloader'])
     setup_cpu_distributed(cfg)
 
-    runner = RUNNERS.build(cfg) if 'runner_type' in cfg else \
-        Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     runner.train()
 
 
