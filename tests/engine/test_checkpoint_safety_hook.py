@@ -194,6 +194,8 @@ def test_paths_outside_the_run_are_dropped_from_the_resumed_hub(tmp_path):
     'not a state', dict(rng=dict(torch=torch.zeros(3, dtype=torch.uint8))),
     dict(rng=dict(capture_rng(), numpy=('MT19937', [1, 2], 0, 0, 0.0))),
     dict(rng=dict(capture_rng(), python=(3, (1, 2), None))),
+    dict(rng=capture_rng(), sampler_seed='0'),
+    dict(rng=capture_rng(), sampler_seed=torch.tensor(0)),
 ])
 def test_a_crafted_resume_state_is_refused_naming_the_file(tmp_path, state):
     """Hole 7: a crafted ``resume_state`` gave raw numpy/torch errors."""

@@ -24,7 +24,7 @@ from . import mmengine_adapter as adapter
 from .files import find_resume_checkpoint, inside, remove_partial_files
 from .load import CheckpointError
 from .plain import capture_rng, check_rng, plain_checkpoint, restore_rng
-from .sampler import SkipSampler
+from .sampler import SkipSampler, set_sampler_seed, train_sampler
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
 
 STRICT_HINT = ('Check that the config is the one the checkpoint was trained '
@@ -195,7 +195,7 @@ class LastCheckpointHook(CheckpointHook):
         self._pending = self._val_rng = None
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
-        seed = getattr(adapter.train_sampler(runner.train_dataloader),
+        seed = getattr(train_sampler(runner.train_dataloader),
                        'seed', None)
         if type(seed) is not int:
             seed = None
@@ -240,7 +240,7 @@ class LastCheckpointHook(CheckpointHook):
         (rng, seed, epoch, it), self._pending = self._pending, None
         loop, loader = runner.train_loop, runner.train_dataloader
         if seed is not None:
-            adapter.set_sampler_seed(adapter.train_sampler(loader), seed)
+            set_sampler_seed(train_sampler(loader), seed)
         iter_based = isinstance(loop, IterBasedTrainLoop)
         skip = it if iter_based else it - epoch * len(loader)
         sampler = type(getattr(loader.batch_sampler, 'sampler', None))

@@ -11,8 +11,6 @@ What is touched (mmengine 0.10.7):
 * ``IterBasedTrainLoop.dataloader_iterator`` (replaced) and
   ``mmengine.runner.loops._InfiniteDataloaderIterator`` (built): the loop
   calls ``next()`` ``iter`` times to skip to a resumed iteration.
-* ``InfiniteSampler.indices`` (replaced) and ``_indices_of_rank`` (called):
-  the index stream it made at build time, from the new run's seed.
 * ``CheckpointLoader.load_checkpoint`` (public, replaced by
   :func:`install`): every mmengine load (``Runner.load_checkpoint``,
   ``load_checkpoint``, ``init_cfg=dict(type='Pretrained')``) goes through
@@ -21,7 +19,6 @@ What is touched (mmengine 0.10.7):
 import itertools
 
 import mmengine
-from mmengine.dataset import InfiniteSampler
 from mmengine.runner import checkpoint as mmengine_checkpoint
 from mmengine.runner.loops import _InfiniteDataloaderIterator
 
@@ -68,24 +65,6 @@ def skip_iterations(loop, loader, calls: int) -> None:
     sampler skips the indices), the later ones the loader's."""
     loop.dataloader_iterator = itertools.chain(
         itertools.repeat(None, calls), _InfiniteDataloaderIterator(loader))
-
-
-def train_sampler(loader):
-    """The sampler a training DataLoader draws its indices from."""
-    sampler = getattr(getattr(loader, 'batch_sampler', None), 'sampler',
-                      getattr(loader, 'sampler', None))
-    return getattr(sampler, 'sampler', sampler)  # inside a SkipSampler
-
-
-def set_sampler_seed(sampler, seed: int) -> None:
-    """Shuffle with ``seed`` from the next pass on: mmengine's
-    ``DefaultSampler`` reads ``seed`` per epoch; ``InfiniteSampler`` made
-    its index stream when it was built (lazily: nothing drawn yet)."""
-    if type(getattr(sampler, 'seed', None)) is not int:
-        return
-    sampler.seed = seed
-    if isinstance(sampler, InfiniteSampler):
-        sampler.indices = sampler._indices_of_rank()
 
 
 def _load_checkpoint(cls, filename, map_location=None, logger='current'):

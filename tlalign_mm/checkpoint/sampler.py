@@ -59,3 +59,18 @@ class SkipSampler:
             batch_sampler.sampler, skip_batches * batch_sampler.batch_size,
             on_start)
         return True
+
+
+def train_sampler(loader):
+    """The sampler a training DataLoader draws its indices from."""
+    sampler = getattr(getattr(loader, 'batch_sampler', None), 'sampler',
+                      getattr(loader, 'sampler', None))
+    return getattr(sampler, 'sampler', sampler)  # inside a SkipSampler
+
+
+def set_sampler_seed(sampler, seed: int) -> None:
+    """Shuffle with ``seed`` from the next index on: mmengine's
+    ``DefaultSampler`` reads ``seed`` per epoch, ``InfiniteSampler`` when
+    its index stream draws its first index (a generator, lazy)."""
+    if type(getattr(sampler, 'seed', None)) is int:
+        sampler.seed = seed
