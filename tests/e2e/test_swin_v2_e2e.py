@@ -61,6 +61,8 @@ def test_swin_v2_tlalign_trains_resumes_and_tests(tmp_path):
              '--no-validate', '--resume', osp.join(work, 'epoch_1.pth')])
     resumed = e2e.losses(work)
     assert [r['iter'] for r in resumed] == [3, 4]
-    assert all(r['loss'] == r['loss'] for r in resumed)
+    # the same steps again: the config leaves randomness.seed unset, and
+    # the resumed sampler shuffles with the first run's seed
+    assert [r['loss'] for r in resumed] == [r['loss'] for r in records[2:]]
     out = e2e.test(config, osp.join(work, 'epoch_2.pth'), work)
     assert 'accuracy/top1' in out
