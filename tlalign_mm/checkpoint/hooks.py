@@ -189,7 +189,6 @@ class LastCheckpointHook(CheckpointHook):
         super().__init__(interval=interval, by_epoch=False, save_last=False,
                          filename_tmpl=filename,
                          backend_args=dict(backend='atomic_local'))
-        self.filename = filename
         self._pending = self._val_rng = None
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
