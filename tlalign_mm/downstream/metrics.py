@@ -149,8 +149,7 @@ class CorruptionError(BaseMetric):
         if set(self.corruptions) != set(CORRUPTIONS):
             print_log('mCE over a subset of the 15 ImageNet-C corruptions: '
                       f'{list(self.corruptions)}', 'current', 30)
-        correct = [x for c, s, x in results if c in self.corruptions
-                   and s in self.severities]
+        correct = [x for pair in errors for x in hits[pair]]
         return dict({f'{k}/{c}': 100.0 * result[k][c] for c in
                      self.corruptions for k in ('CE', 'error')},
                     mCE=100.0 * result['mCE'], top1=100.0 * np.mean(correct))
