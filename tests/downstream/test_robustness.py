@@ -77,6 +77,13 @@ def test_corruption_error_metric():
     assert out['mCE'] == pytest.approx(100 * mce(errors)['mCE'])
     assert out['error/fog'] == pytest.approx(100 * (9 % 5) / 4)
     assert out['CE/fog'] == pytest.approx(100 * 1.0 / ALEXNET_ERR['fog'])
+    assert out['top1'] == pytest.approx(100 * (1 - np.mean(list(
+        errors.values()))))
+    # top1 counts the images of the corruptions measured only: the second
+    # has 1 of 4 wrong (all of them: 2 of 4 on average)
+    one = CorruptionError(corruptions=CORRUPTIONS[1:2])
+    one.process(None, samples)
+    assert one.compute_metrics(one.results)['top1'] == pytest.approx(75.0)
     metric = CorruptionError()
     metric.process(None, samples[:-4])
     with pytest.raises(ValueError, match='jpeg_compression/5'):

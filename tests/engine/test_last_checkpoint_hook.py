@@ -19,7 +19,7 @@ def test_builds_from_a_config_dict_in_any_scope():
     hook = HOOKS.build(dict(type='LastCheckpointHook',
                             _scope_='tlalign_mm', interval=7))
     assert isinstance(hook, LastCheckpointHook) and hook.interval == 7
-    assert hook.filename == 'last.pth' and hook.priority == 'VERY_LOW'
+    assert hook.filename_tmpl == 'last.pth' and hook.priority == 'VERY_LOW'
 
 
 @pytest.mark.parametrize('kwargs, message', [

@@ -9,6 +9,7 @@ renamed (``os.replace`` is atomic on POSIX), ``last_checkpoint`` is read
 inside the work dir only, and auto-resume falls back to the newest intact
 checkpoint of the work dir.
 """
+import glob
 import os
 import os.path as osp
 import uuid
@@ -61,11 +62,10 @@ class AtomicLocalBackend(LocalBackend):
 
 def remove_partial_files(work_dir: str) -> list:
     """Delete the temporary files of saves a kill interrupted."""
-    names = [n for n in (os.listdir(work_dir) if osp.isdir(work_dir) else [])
-             if n.startswith('.') and n.endswith(TEMP_SUFFIX)]
-    for name in names:
-        os.remove(osp.join(work_dir, name))
-    return names
+    paths = glob.glob(osp.join(glob.escape(work_dir), f'.*{TEMP_SUFFIX}'))
+    for path in paths:
+        os.remove(path)
+    return paths
 
 
 def _progress(path: str):
@@ -121,10 +121,9 @@ def find_resume_checkpoint(work_dir: str):
         print_log(f'{recorded} (named by last_checkpoint) cannot be resumed:'
                   f' {problem}; looking for the newest intact checkpoint',
                   logger='current', level=30)
-    found = {p: _progress(p) for p in (
-        osp.join(work_dir, n) for n in sorted(os.listdir(work_dir))
-        if n.endswith('.pth') and not n.startswith('.'))
-        if osp.isfile(p)}
+    # glob's '*' skips hidden names: temporary files of interrupted saves
+    found = {p: _progress(p) for p in sorted(
+        glob.glob(osp.join(glob.escape(work_dir), '*.pth'))) if osp.isfile(p)}
     intact = [p for p, progress in found.items()
               if not isinstance(progress, str)]
     if intact:

@@ -27,9 +27,8 @@ from .plain import capture_rng, check_rng, plain_checkpoint, restore_rng
 from .sampler import SkipSampler, set_sampler_seed, train_sampler
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
 
-STRICT_HINT = ('Check that the config is the one the checkpoint was trained '
-               'with (architecture, number of classes). To load only the '
-               'tensors that fit, on purpose, add --cfg-options '
+STRICT_HINT = ('Is the config the one the checkpoint was trained with? To '
+               'load only the tensors that fit, on purpose: --cfg-options '
                'strict_load=False.')
 
 
@@ -117,9 +116,8 @@ class CheckpointSafetyHook(Hook):
             path = info[key]
             if not (isinstance(path, str) and osp.isfile(path) and any(
                     inside(path, f) for f in folders)):
-                _log(f'The resumed message hub names {key} = {path!r}, not '
-                     'a checkpoint file of this run: dropped (it would be '
-                     'deleted when a better checkpoint is saved)')
+                _log(f'The resumed {key} = {path!r} is not a checkpoint of '
+                     'this run (save_best would delete it): dropped')
                 del info[key]
         ids = info.get('keep_ckpt_ids', [])
         if not (isinstance(ids, list)
@@ -191,7 +189,6 @@ class LastCheckpointHook(CheckpointHook):
         super().__init__(interval=interval, by_epoch=False, save_last=False,
                          filename_tmpl=filename,
                          backend_args=dict(backend='atomic_local'))
-        self.filename = filename
         self._pending = self._val_rng = None
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
@@ -257,15 +254,18 @@ class LastCheckpointHook(CheckpointHook):
         if problem:
             return _log(f'Resume is not exact: {problem}; the sampler '
                         'position and random draws are mmengine\'s own.')
-        restore = (lambda: restore_rng(rng)) if rng else (lambda: None)
+
+        def restore():  # right before the first resumed batch is drawn
+            if rng:
+                restore_rng(rng)
+
         if skip == 0:  # an epoch boundary: before the epoch's iterator
             return restore()
         if not SkipSampler.install(loader, skip, restore):
-            return _log('Resume is not exact: the sampler position cannot be '
-                        'restored with batch sampler '
-                        f'{type(loader.batch_sampler).__name__} (only '
-                        "torch's BatchSampler); the resumed epoch restarts "
-                        'at its first batch.')
+            return _log('Resume is not exact: the resumed epoch restarts at '
+                        'its first batch (the sampler position is restored '
+                        "with torch's BatchSampler only, not "
+                        f'{type(loader.batch_sampler).__name__}).')
         if iter_based:
             adapter.skip_iterations(loop, loader, skip)
         _log(f'Resuming at batch {skip} of the sampler order without loading '

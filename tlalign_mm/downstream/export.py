@@ -41,7 +41,7 @@ from tlalign_mm.checkpoint import (
     state_dict_of,
 )
 from tlalign_mm.models.tlalign_backbone import plain_backbone_cfg
-from tlalign_mm.registry import SCOPE
+from tlalign_mm.registry import SCOPE, WEIGHT_INITIALIZERS
 
 TARGETS = ('mmpretrain', 'mmseg', 'mmdet')
 TIMM_PREFIX = 'backbone.timm_model.'
@@ -113,7 +113,6 @@ def check_export(path: str, config: str) -> str:
         CheckpointMismatchError: the init_cfg is not the strict loader, or a
             key does not load.
     """
-    from mmengine.logging import MMLogger
     from mmengine.registry import MODELS, init_default_scope
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
@@ -126,14 +125,9 @@ def check_export(path: str, config: str) -> str:
             f'{init!r}')
     init.checkpoint = path
     module = MODELS.build(cfg.model.backbone)
-    # mmengine logs every parameter's init info at INFO: warnings only
-    logger = MMLogger.get_current_instance()
-    level = logger.level
-    logger.setLevel('WARNING')
-    try:
-        module.init_weights()
-    finally:
-        logger.setLevel(level)
+    # the initializer alone: init_weights would also re-initialise every
+    # other weight and log each parameter's init info
+    WEIGHT_INITIALIZERS.build(init)(module)
     return type(module).__name__
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 from mmengine.evaluator import BaseMetric
 from mmengine.logging import print_log
+from mmpretrain.evaluation import Accuracy
 from mmpretrain.registry import METRICS
 
 from tlalign_mm.datasets import CORRUPTIONS
@@ -24,14 +25,15 @@ ALEXNET_ERR = dict(
 
 
 @METRICS.register_module()
-class SubsetAccuracy(BaseMetric):
-    """Top-k accuracy with the prediction restricted to a class subset.
+class SubsetAccuracy(Accuracy):
+    """mmpretrain's top-k ``Accuracy`` with the prediction restricted to a
+    class subset.
 
     ImageNet-A and -R cover 200 of ImageNet's 1000 classes; the standard
     protocol takes the arg-max over those 200 logits only. The subset comes
     from ``subset_indices`` or, by default, from the dataset's
     ``metainfo['subset_indices']`` (:class:`ImageNetA`, :class:`ImageNetR`).
-    Labels stay ImageNet-1k indices.
+    Labels are ImageNet-1k indices (one outside the subset is a miss).
 
     Args:
         topk (Sequence[int]): defaults to ``(1, )``.
@@ -45,8 +47,9 @@ class SubsetAccuracy(BaseMetric):
                  subset_indices: Optional[Sequence[int]] = None,
                  collect_device: str = 'cpu',
                  prefix: Optional[str] = None):
-        super().__init__(collect_device=collect_device, prefix=prefix)
-        self.topk, self.subset = tuple(topk), subset_indices
+        super().__init__(topk, thrs=None, collect_device=collect_device,
+                         prefix=prefix)
+        self.subset = subset_indices
 
     def process(self, data_batch, data_samples: Sequence[dict]) -> None:
         subset = self.subset or (self.dataset_meta or {}).get(
@@ -55,18 +58,13 @@ class SubsetAccuracy(BaseMetric):
             raise ValueError(
                 'SubsetAccuracy needs subset_indices, or a dataset whose '
                 "metainfo has 'subset_indices' (ImageNetA, ImageNetR).")
-        subset = torch.as_tensor(subset)
-        for sample in data_samples:
-            score = sample['pred_score'].cpu().float()[subset]
-            top = subset[score.topk(min(max(self.topk), len(subset))).indices]
-            self.results.append((top.tolist(), int(sample['gt_label'])))
-
-    def compute_metrics(self, results: list) -> dict:
-        out = {}
-        for k in self.topk:
-            hits = [gt in top[:k] for top, gt in results]
-            out[f'top{k}'] = 100.0 * float(np.mean(hits))
-        return out
+        # scores and labels in subset positions (-1: outside, never hit)
+        position = {int(c): i for i, c in enumerate(subset)}
+        restricted = [dict(pred_score=sample['pred_score'][list(subset)],
+                           gt_label=torch.tensor(
+                               [position.get(int(sample['gt_label']), -1)]))
+                      for sample in data_samples]
+        super().process(data_batch, restricted)
 
 
 def mce(errors: dict, corruptions: Sequence[str] = CORRUPTIONS) -> dict:
@@ -151,8 +149,7 @@ class CorruptionError(BaseMetric):
         if set(self.corruptions) != set(CORRUPTIONS):
             print_log('mCE over a subset of the 15 ImageNet-C corruptions: '
                       f'{list(self.corruptions)}', 'current', 30)
-        correct = [x for c, s, x in results if c in self.corruptions
-                   and s in self.severities]
+        correct = [x for pair in errors for x in hits[pair]]
         return dict({f'{k}/{c}': 100.0 * result[k][c] for c in
                      self.corruptions for k in ('CE', 'error')},
                     mCE=100.0 * result['mCE'], top1=100.0 * np.mean(correct))

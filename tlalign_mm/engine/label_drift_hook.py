@@ -50,16 +50,10 @@ class LabelDriftHook(Hook):
     def after_train_epoch(self, runner) -> None:
         if self._sums is None:
             return
-        sums = self._sums
-        self._sums = None
-        all_reduce(sums)  # a no-op unless distributed
-        *totals, count = sums.tolist()  # the epoch's one read-back
+        all_reduce(self._sums)  # a no-op unless distributed
+        *totals, count = self._sums.tolist()  # the epoch's one read-back
         values = {k: total / count for k, total in zip(_KEYS, totals)}
         epoch = runner.epoch + 1
-        runner.logger.info(
-            f'Epoch(train) [{epoch}] label drift: |target - area| '
-            f"{values['label_drift/abs_diff']:.4f}, entropy "
-            f"{values['label_drift/entropy']:.4f} (area "
-            f"{values['label_drift/entropy_area']:.4f}) nats, flipped "
-            f"{values['label_drift/flip_rate']:.2%}")
+        runner.logger.info(f'Epoch(train) [{epoch}] ' + ', '.join(
+            f'{k}: {v:.4f}' for k, v in values.items()))
         runner.visualizer.add_scalars(dict(values, epoch=epoch), step=epoch)

@@ -28,11 +28,9 @@ class PlainParamGroupsHook(Hook):
     priority = 'VERY_HIGH'
 
     def before_run(self, runner) -> None:
-        wrappers = runner.optim_wrapper
-        if isinstance(wrappers, OptimWrapperDict):
-            wrappers = list(wrappers.values())
-        else:
-            wrappers = [wrappers]
+        optim_wrapper = runner.optim_wrapper
+        wrappers = optim_wrapper.values() if isinstance(
+            optim_wrapper, OptimWrapperDict) else [optim_wrapper]
         for wrapper in wrappers:
             groups = wrapper.optimizer.param_groups
             groups[:] = [g if type(g) is dict else dict(g) for g in groups]
