@@ -224,12 +224,9 @@ def curves(records: List[dict]) -> dict:
     drift = {}
     for r in records:
         # LabelDriftHook's per-epoch means (step = epoch); the training
-        # log's per-iteration records (with 'iter') carry the same keys
-        # from the loss dict, per batch
-        if 'iter' in r:
-            continue
+        # log's per-iteration label_drift/* are not read
         for key, value in r.items():
-            if key.startswith('label_drift/'):
+            if key.startswith('label_drift_epoch/'):
                 drift.setdefault(key.split('/', 1)[1], {})[r['step']] = value
     loss = {}
     for r in records:

@@ -64,13 +64,15 @@ def test_built_from_config_and_epoch_means_by_hand():
     [(scalars, step_)] = runner.visualizer.calls
     assert step_ == 5 and scalars['epoch'] == 5
     # the mean over batches of each batch's mean
-    assert scalars['label_drift/abs_diff'] == pytest.approx(
+    assert scalars['label_drift_epoch/abs_diff'] == pytest.approx(
         ((0.3 + 0.2) / 2 + 0.55) / 2)
-    assert scalars['label_drift/entropy'] == pytest.approx(
+    assert scalars['label_drift_epoch/entropy'] == pytest.approx(
         ((H(0.7, 0.3) + H(0.4, 0.6)) / 2 + H(1.0, 0.0)) / 2)
-    assert scalars['label_drift/entropy_area'] == pytest.approx(
+    assert scalars['label_drift_epoch/entropy_area'] == pytest.approx(
         ((H(0.4, 0.6) + H(0.2, 0.8)) / 2 + H(0.45, 0.55)) / 2)
-    assert scalars['label_drift/flip_rate'] == pytest.approx((1 / 2 + 1) / 2)
+    assert scalars['label_drift_epoch/flip_rate'] == pytest.approx(
+        (1 / 2 + 1) / 2)
+    assert not any(k.startswith('label_drift/') for k in scalars)
     # the next epoch starts from zero; an epoch without weights logs nothing
     hook.before_train_epoch(runner)
     hook.after_train_epoch(runner)
@@ -130,20 +132,21 @@ def short_run(tmp_path, config, name):
 @pytest.mark.e2e
 def test_logs_on_tlalign_and_nothing_on_cutmix(tmp_path):
     records = short_run(tmp_path, 'vit-tiny-p4_digits_tlalign.py', 'tl')
-    # the hook's epoch records (the logger also writes the per-step values
-    # of the loss dict, at every logging interval)
-    drift = [r for r in records if 'label_drift/abs_diff' in r
-             and 'iter' not in r]
+    # the hook's epoch records; the logger writes the loss dict's per-step
+    # values under their own names, with the iteration
+    drift = [r for r in records if 'label_drift_epoch/abs_diff' in r]
+    assert all('iter' not in r and 'label_drift/abs_diff' not in r
+               for r in drift)
     assert any('label_drift/abs_diff' in r and 'iter' in r for r in records)
     assert [r['step'] for r in drift] == [1, 2, 3, 4, 5, 6]
     for r in drift:
-        assert 0 <= r['label_drift/abs_diff'] <= 1
-        assert 0 <= r['label_drift/entropy'] <= math.log(2) + 1e-6
-        assert 0 <= r['label_drift/flip_rate'] <= 1
+        assert 0 <= r['label_drift_epoch/abs_diff'] <= 1
+        assert 0 <= r['label_drift_epoch/entropy'] <= math.log(2) + 1e-6
+        assert 0 <= r['label_drift_epoch/flip_rate'] <= 1
     # at initialisation attention is near uniform: the aligned label is
     # close to the area label, and it has moved by the end
-    assert drift[0]['label_drift/abs_diff'] < 0.01
-    assert drift[-1]['label_drift/abs_diff'] > 0
+    assert drift[0]['label_drift_epoch/abs_diff'] < 0.01
+    assert drift[-1]['label_drift_epoch/abs_diff'] > 0
 
     # The cosine ends at max_epochs (6), not after the 27 epochs the
     # 30-epoch recipe gives it: in the last epoch (cosine step 2 of 3) the

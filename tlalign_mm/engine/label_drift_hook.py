@@ -10,6 +10,9 @@ from mmpretrain.registry import HOOKS
 from tlalign_mm.core.label_drift import DRIFT_NAMES
 
 _KEYS = tuple(f'label_drift/{name}' for name in DRIFT_NAMES)
+#: the epoch means' names: the training log already writes the loss dict's
+#: per-step ``label_drift/*`` under those names, with the iteration as step
+EPOCH_KEYS = tuple(f'label_drift_epoch/{name}' for name in DRIFT_NAMES)
 
 
 @HOOKS.register_module()
@@ -22,8 +25,11 @@ class LabelDriftHook(Hook):
     ``entropy``, ``entropy_area``, ``flip_rate``), each batch counting once.
 
     They arrive with the step's outputs (mmengine hands the loss dict's
-    values to ``after_train_iter``), go to the runner's logger and, with
-    ``step`` the epoch number, to its visualizer (``vis_data/scalars.json``).
+    values to ``after_train_iter``); their epoch means go, as
+    ``label_drift_epoch/<name>``, to the runner's logger and, with ``step``
+    the epoch number, to its visualizer (``vis_data/scalars.json``). (The
+    training log writes the per-step values as ``label_drift/<name>`` with
+    the iteration as step: one name per series.)
     A model whose loss has no ``label_drift/*`` (an ``ImageClassifier``, or
     a ``TLAlignClassifier`` with ``target='cutmix'``) logs nothing.
 
@@ -52,7 +58,7 @@ class LabelDriftHook(Hook):
             return
         all_reduce(self._sums)  # a no-op unless distributed
         *totals, count = self._sums.tolist()  # the epoch's one read-back
-        values = {k: total / count for k, total in zip(_KEYS, totals)}
+        values = {k: total / count for k, total in zip(EPOCH_KEYS, totals)}
         epoch = runner.epoch + 1
         runner.logger.info(f'Epoch(train) [{epoch}] ' + ', '.join(
             f'{k}: {v:.4f}' for k, v in values.items()))
