@@ -30,6 +30,18 @@ def build_vit(type='VisionTransformer', sharpen=4.0, seed=0, **kwargs):
     return vit
 
 
+def test_out_indices_before_the_last_block_is_an_error():
+    """The ViT runs all blocks and outputs block 0: labels after every
+    block would not be those of the tokens the head reads."""
+    with pytest.raises(NotImplementedError, match=r'outputs blocks \[0\] '
+                       r'of 3 .*Use out_indices=-1'):
+        aligned_forward(build_vit(out_indices=[0]), *random_mix(2, 2, 32,
+                                                                32)[:2])
+    # the last block among others is what the head reads
+    images, pw, _ = random_mix(2, 2, 32, 32)
+    aligned_forward(build_vit(out_indices=[0, 2]), images, pw)
+
+
 CASES = [
     dict(name='cls S=2', S=2, size=(32, 32)),
     dict(name='cls S=3', S=3, size=(32, 32)),

@@ -239,6 +239,19 @@ def _record_head_input(recording: Recording, module: nn.Module,
         recording.add(HeadInput())
 
 
+def check_head_reads_last_block(backbone: nn.Module, num_blocks: int) -> None:
+    """The head must read the last block's tokens, the ones TL-Align
+    labels (a token-sequence ViT runs every block whatever ``out_indices``
+    says, and its head reads the last output)."""
+    out = list(getattr(backbone, 'out_indices', [num_blocks - 1]))
+    if num_blocks - 1 not in out:
+        raise NotImplementedError(
+            f"TL-Align labels the last block's tokens, but "
+            f'{type(backbone).__name__} outputs blocks {out} of {num_blocks} '
+            f'(out_indices): the head would read block {max(out, default=0)}'
+            '. Use out_indices=-1.')
+
+
 def last_output_stage(num_stages: int, out_indices) -> int:
     """The stage whose output is the last of a pyramid's output tuple (the
     one a pooled head reads)."""

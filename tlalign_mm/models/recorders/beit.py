@@ -21,7 +21,12 @@ import torch.nn as nn
 
 from tlalign_mm.core import Attention
 
-from .base import Block, Recorder, _record_drop_path
+from .base import (
+    Block,
+    Recorder,
+    _record_drop_path,
+    check_head_reads_last_block,
+)
 from .vit import ViTRecorder
 
 
@@ -45,12 +50,7 @@ class BEiTRecorder(Recorder):
     readout = ViTRecorder.readout
 
     def check(self, backbone: nn.Module) -> None:
-        blocks, out = self.blocks(backbone), backbone.out_indices
-        if len(blocks) - 1 not in out:
-            raise NotImplementedError(
-                f'TL-Align labels the last block\'s tokens, but the head '
-                f'reads block {max(out)} of {len(blocks)} (out_indices='
-                f'{out}). Use out_indices=-1.')
+        check_head_reads_last_block(backbone, len(self.blocks(backbone)))
 
     def blocks(self, backbone: nn.Module) -> List[Block]:
         blocks = []

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from tlalign_mm.core import Attention
 
 from ..spt_lsa.lsa import LocalitySelfAttention, diagonal_mask
-from .base import Block, Recorder
+from .base import Block, Recorder, check_head_reads_last_block
 
 
 def _record_qkv(recording, attn, module, args, qkv) -> None:
@@ -59,7 +59,9 @@ class ViTRecorder(Recorder):
             raise NotImplementedError(
                 f'TL-Align records ViTs whose blocks are backbone.layers; '
                 f'{type(backbone).__name__} has none.')
-        for i, block in enumerate(self.blocks(backbone)):
+        blocks = self.blocks(backbone)
+        check_head_reads_last_block(backbone, len(blocks))
+        for i, block in enumerate(blocks):
             fn = block.attention.scaled_dot_product_attention
             if fn is not F.scaled_dot_product_attention:
                 raise NotImplementedError(
