@@ -90,6 +90,20 @@ def mask_pixel_weights(mask: torch.Tensor, batch_size: int) -> torch.Tensor:
     return weights.unsqueeze(0).expand(batch_size, -1, -1, -1).contiguous()
 
 
+def box_record(box: Tuple[int, int, int, int], images: torch.Tensor,
+               index: torch.Tensor, lam: float, mode: str) -> MixRecord:
+    """The record of a mix that fills the box ``(y1, y2, x1, x2)`` of
+    every image in ``images`` with pixels of ``x[index]`` alone (CutMix,
+    ResizeMix): pixel weight 1 for the second source inside the box, 1 for
+    the first outside it."""
+    y1, y2, x1, x2 = box
+    mask = torch.zeros(
+        tuple(images.shape[-2:]), dtype=torch.bool, device=images.device)
+    mask[y1:y2, x1:x2] = True
+    return two_source_record(
+        mask_pixel_weights(mask, images.size(0)), index, lam, mode)
+
+
 def two_source_record(pixel_weights: torch.Tensor, index: torch.Tensor,
                       lam: float, mode: str) -> MixRecord:
     """The record of ``lam * x + (1 - lam) * x[index]``-style mixes.

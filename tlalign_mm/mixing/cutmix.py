@@ -8,13 +8,7 @@ from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
-from .base import (
-    check_alpha,
-    check_cutmix_box,
-    check_scores,
-    mask_pixel_weights,
-    two_source_record,
-)
+from .base import box_record, check_alpha, check_cutmix_box, check_scores
 
 
 @BATCH_AUGMENTS.register_module()
@@ -84,14 +78,10 @@ class TLCutMix(CutMix):
         img_shape = batch_inputs.shape[-2:]
         index = torch.randperm(batch_size)
 
-        (y1, y2, x1, x2), lam = self.cutmix_bbox_and_lam(img_shape, lam)
+        box, lam = self.cutmix_bbox_and_lam(img_shape, lam)
+        y1, y2, x1, x2 = box
         mixed_inputs = batch_inputs.clone()
         mixed_inputs[:, :, y1:y2, x1:x2] = batch_inputs[index, :, y1:y2, x1:x2]
         mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
-
-        mask = torch.zeros(
-            tuple(img_shape), dtype=torch.bool, device=batch_inputs.device)
-        mask[y1:y2, x1:x2] = True
-        record = two_source_record(
-            mask_pixel_weights(mask, batch_size), index, lam, self.record_mode)
+        record = box_record(box, batch_inputs, index, lam, self.record_mode)
         return mixed_inputs, mixed_scores, record

@@ -11,13 +11,7 @@ from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
-from .base import (
-    check_alpha,
-    check_cutmix_box,
-    check_scores,
-    mask_pixel_weights,
-    two_source_record,
-)
+from .base import box_record, check_alpha, check_cutmix_box, check_scores
 
 # The modes F.interpolate accepts for a 4-D batch with align_corners=False,
 # which ResizeMix.mix passes (mmpretrain's docstring also lists 'nearest',
@@ -141,7 +135,8 @@ class TLResizeMix(ResizeMix):
         batch_size = batch_inputs.size(0)
         index = torch.randperm(batch_size)
 
-        (y1, y2, x1, x2), lam = self.cutmix_bbox_and_lam(img_shape, lam)
+        box, lam = self.cutmix_bbox_and_lam(img_shape, lam)
+        y1, y2, x1, x2 = box
         if y2 <= y1 or x2 <= x1:
             raise ValueError(
                 f'{type(self).__name__}: the box drawn for '
@@ -157,12 +152,7 @@ class TLResizeMix(ResizeMix):
             mode=self.interpolation,
             align_corners=False)
         mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
-
-        mask = torch.zeros(
-            tuple(img_shape), dtype=torch.bool, device=batch_inputs.device)
-        mask[y1:y2, x1:x2] = True
-        record = two_source_record(
-            mask_pixel_weights(mask, batch_size), index, lam, self.record_mode)
+        record = box_record(box, batch_inputs, index, lam, self.record_mode)
         return mixed_inputs, mixed_scores, record
 
     def __repr__(self) -> str:
