@@ -146,12 +146,12 @@ def test_tokens_are_the_plain_forward_in_eval_and_training():
     assert torch.equal(traced.feats[0], plain)
 
 
-@pytest.mark.parametrize('follow', [True, False])
-def test_drop_path_keeps_labels_of_dropped_samples(follow):
-    # Drop-path rates 0, 0.3, 0.6, 0.9 over the four blocks.
-    swin = build_swin(drop_path_rate=0.9)
+def check_drop_path_keeps_labels(swin, side, follow):
+    """In training, the second block of stages 1 and 2 (same map before
+    and after) moves the labels of exactly the samples its drop-path kept
+    (all of them with ``follow=False``); both cases occur."""
     swin.train()
-    images, pw, _ = random_mix(6, 2, 56, 56)
+    images, pw, _ = random_mix(6, 2, side, side)
     dropped = []
     for stage in swin.stages:
         for block in stage.blocks:
@@ -168,6 +168,12 @@ def test_drop_path_keeps_labels_of_dropped_samples(follow):
             seen.add(bool(dropped[block][b]))
             assert moved[b] == (not (follow and dropped[block][b]))
     assert seen == {True, False}
+
+
+@pytest.mark.parametrize('follow', [True, False])
+def test_drop_path_keeps_labels_of_dropped_samples(follow):
+    # Drop-path rates 0, 0.3, 0.6, 0.9 over the four blocks.
+    check_drop_path_keeps_labels(build_swin(drop_path_rate=0.9), 56, follow)
 
 
 def test_labels_use_attention_before_dropout():
@@ -191,12 +197,18 @@ def test_swin_tiny_geometry_224():
         dict(embed_dims=24, depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24]),
         out_indices=(3, ))
     assert isinstance(get_recorder(swin), SwinRecorder)
-    assert SwinRecorder().num_layers(swin) == 12
-    images, pw, _ = random_mix(1, 2, 224, 224, box=(30, 150, 50, 200))
-    traced = aligned_forward(swin, images, pw, keep_history=True)
     # 56, 28, 14, 7 tokens a side.
-    assert [h.shape[1] for h in traced.history[::2]] == \
-        [3136, 3136, 784, 196, 196, 196, 49]
+    check_tiny_geometry(swin, 224, [3136, 3136, 784, 196, 196, 196, 49])
+
+
+def check_tiny_geometry(swin, side, tokens):
+    """A Swin-T-deep model (12 blocks) at ``side``: the token counts
+    before block 0, 2, 4, ... and after the last, the plain features, and
+    distributions throughout."""
+    assert SwinRecorder().num_layers(swin) == 12
+    images, pw, _ = random_mix(1, 2, side, side, box=(30, 150, 50, 200))
+    traced = aligned_forward(swin, images, pw, keep_history=True)
+    assert [h.shape[1] for h in traced.history[::2]] == tokens
     assert torch.equal(traced.feats[0], swin(images)[0])
     for labels in traced.history:
         assert (labels >= 0).all()

@@ -12,6 +12,10 @@ from tlalign_mm.models.recorders import SwinRecorder, get_recorder
 
 from .dense_reference_swin_v2 import dense_swin_v2_labels
 from .mixes import history_in_classes, in_classes, random_mix
+from .test_swin_alignment import (
+    check_drop_path_keeps_labels,
+    check_tiny_geometry,
+)
 
 # Patch 4, window 4 unless a case says otherwise.
 ARCH2 = dict(embed_dims=16, depths=[2, 2], num_heads=[2, 4],
@@ -126,39 +130,12 @@ def test_swin_v2_tiny_geometry_256():
         dict(embed_dims=24, depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24],
              extra_norm_every_n_blocks=0), window_size=8, img_size=256,
         out_indices=(3, ))
-    assert SwinRecorder().num_layers(swin) == 12
-    images, pw, _ = random_mix(1, 2, 256, 256, box=(30, 150, 50, 200))
-    traced = aligned_forward(swin, images, pw, keep_history=True)
-    assert [h.shape[1] for h in traced.history[::2]] == \
-        [4096, 4096, 1024, 256, 256, 256, 64]
-    assert torch.equal(traced.feats[0], swin(images)[0])
-    for labels in traced.history:
-        assert (labels >= 0).all()
-        torch.testing.assert_close(labels.sum(-1),
-                                   torch.ones(labels.shape[:2]), atol=1e-6,
-                                   rtol=0)
+    check_tiny_geometry(swin, 256, [4096, 4096, 1024, 256, 256, 256, 64])
 
 
 @pytest.mark.parametrize('follow', [True, False])
 def test_drop_path_keeps_labels_of_dropped_samples(follow):
     """Post-norm: a dropped branch is ``norm1(0)``, a constant; the drop is
     read off the drop-path's own output before the norm."""
-    swin = build_swin_v2(drop_path_rate=0.9)
-    swin.train()
-    images, pw, _ = random_mix(6, 2, 64, 64)
-    dropped = []
-    for stage in swin.stages:
-        for block in stage.blocks:
-            block.attn.drop.register_forward_hook(
-                lambda m, i, o: dropped.append(o.flatten(1).eq(0).all(1)))
-    torch.manual_seed(3)
-    traced = aligned_forward(swin, images, pw, follow_drop_path=follow,
-                             keep_history=True)
-    seen = set()
-    for block in (1, 3):  # second blocks: same map before and after
-        before, after = traced.history[block], traced.history[block + 1]
-        moved = (after - before).flatten(1).abs().amax(1) > 1e-6
-        for b in range(6):
-            seen.add(bool(dropped[block][b]))
-            assert moved[b] == (not (follow and dropped[block][b]))
-    assert seen == {True, False}
+    check_drop_path_keeps_labels(build_swin_v2(drop_path_rate=0.9), 64,
+                                 follow)
