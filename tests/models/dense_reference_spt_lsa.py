@@ -23,6 +23,12 @@ import copy
 import torch
 from mmpretrain.models.utils import resize_pos_embed
 
+from .dense_reference_swin import (
+    attend_in_windows,
+    relative_index,
+    window_grid,
+)
+
 
 def offsets(shift):
     s = shift
@@ -188,48 +194,26 @@ def dense_sl_vit_labels(vit, images, pixel_weights, targets, area_share,
     return final, history, x
 
 
-def _region(coord, size, ws, shift):
-    return (coord >= size - ws).long() + (coord >= size - shift).long()
-
-
 def dense_windows(w_msa, x, hw, ws, shift):
     """All (LSA or plain) window attentions of a (B, H*W, C) map as one
     dense (B, heads, Np, Np) attention over the padded map."""
     B, N, C = x.shape
-    H, W = hw
-    Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
-    grid = x.new_zeros(B, Hp, Wp, C)
-    grid[:, :H, :W] = x.reshape(B, H, W, C)
-    tokens = grid.reshape(B, Hp * Wp, C)
-    r = torch.arange(Hp).repeat_interleave(Wp)
-    c = torch.arange(Wp).repeat(Hp)
-    rs, cs = (r - shift) % Hp, (c - shift) % Wp
-    window = (rs // ws) * (Wp // ws) + cs // ws
-    pr, pc = rs % ws, cs % ws
-    rel = (pr[:, None] - pr[None] + ws - 1) * (2 * ws - 1) + \
-        (pc[:, None] - pc[None] + ws - 1)
+    g = window_grid(x, hw, ws, shift)
     heads = w_msa.num_heads
-    bias = w_msa.relative_position_bias_table.double()[rel].permute(2, 0, 1)
-    qkv = w_msa.qkv(tokens).reshape(B, -1, 3, heads,
-                                    C // heads).permute(2, 0, 3, 1, 4)
+    bias = w_msa.relative_position_bias_table.double()[
+        relative_index(g, ws)].permute(2, 0, 1)
+    qkv = w_msa.qkv(g.tokens).reshape(B, -1, 3, heads,
+                                      C // heads).permute(2, 0, 3, 1, 4)
     q, k, v = qkv[0], qkv[1], qkv[2]
     if lsa_like(w_msa):
         scale = w_msa.scale.double().view(1, -1, 1, 1)
     else:
         scale = w_msa.scale
     logits = (q * scale) @ k.transpose(-2, -1) + bias
-    if shift > 0:
-        region = _region(rs, Hp, ws, shift) * 3 + _region(cs, Wp, ws, shift)
-        logits = logits + (region[:, None] != region[None]).double() * -100.
-    logits = logits.masked_fill(window[:, None] != window[None],
-                                float('-inf'))
     if lsa_like(w_msa) and w_msa.diagonal_masking:
-        logits = logits.masked_fill(torch.eye(Hp * Wp, dtype=torch.bool),
-                                    float('-inf'))
-    A = logits.softmax(-1)
-    out = w_msa.proj((A @ v).transpose(1, 2).reshape(B, -1, C))
-    real = (r < H) & (c < W)
-    return out[:, real], A.mean(1), real
+        logits = logits.masked_fill(
+            torch.eye(len(g.window), dtype=torch.bool), float('-inf'))
+    return attend_in_windows(w_msa, logits, v, g)
 
 
 def merge_by_hand(Y, hw):

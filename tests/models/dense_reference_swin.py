@@ -13,6 +13,7 @@ a real token's new label is the paper's ``(Y + ĀY) / 2`` divided by its sum
 (``ĀY`` divided by its sum without the residual average).
 """
 import copy
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -53,6 +54,54 @@ def _region(coord, size, ws, shift):
     return (coord >= size - ws).long() + (coord >= size - shift).long()
 
 
+class WindowGrid(NamedTuple):
+    """A ``(B, H*W, C)`` map zero-padded to whole windows, and where each
+    of its ``Np`` positions falls after the cyclic shift."""
+    tokens: torch.Tensor  # (B, Np, C)
+    window: torch.Tensor  # (Np, ) window index
+    pr: torch.Tensor  # (Np, ) row inside the window
+    pc: torch.Tensor  # (Np, ) column inside the window
+    region: Optional[torch.Tensor]  # (Np, ) shift region; None: no shift
+    real: torch.Tensor  # (Np, ) bool, a position of the unpadded map
+
+
+def window_grid(x, hw, ws, shift) -> WindowGrid:
+    B, N, C = x.shape
+    H, W = hw
+    Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
+    grid = x.new_zeros(B, Hp, Wp, C)
+    grid[:, :H, :W] = x.reshape(B, H, W, C)
+    r = torch.arange(Hp).repeat_interleave(Wp)
+    c = torch.arange(Wp).repeat(Hp)
+    rs, cs = (r - shift) % Hp, (c - shift) % Wp  # position after the shift
+    region = _region(rs, Hp, ws, shift) * 3 + _region(cs, Wp, ws, shift) \
+        if shift > 0 else None
+    return WindowGrid(grid.reshape(B, Hp * Wp, C),
+                      (rs // ws) * (Wp // ws) + cs // ws, rs % ws, cs % ws,
+                      region, (r < H) & (c < W))
+
+
+def relative_index(g: WindowGrid, ws: int) -> torch.Tensor:
+    """``(Np, Np)`` index into a ``(2ws-1)^2`` relative position table."""
+    return (g.pr[:, None] - g.pr[None] + ws - 1) * (2 * ws - 1) + \
+        (g.pc[:, None] - g.pc[None] + ws - 1)
+
+
+def attend_in_windows(w_msa, logits, v, g: WindowGrid):
+    """Softmax of ``logits`` ``(B, heads, Np, Np)`` within each window,
+    -100 across shift regions (mmpretrain's mask), applied to ``v`` and
+    projected: (output at real positions, head-averaged attention, real)."""
+    if g.region is not None:
+        logits = logits + (g.region[:, None] != g.region[None]).double() * \
+            -100.
+    logits = logits.masked_fill(g.window[:, None] != g.window[None],
+                                float('-inf'))
+    A = logits.softmax(-1)
+    B, heads, Np, d = v.shape
+    out = w_msa.proj((A @ v).transpose(1, 2).reshape(B, Np, heads * d))
+    return out[:, g.real], A.mean(1), g.real
+
+
 def dense_window_attention(w_msa, x, hw, ws, shift):
     """Window attention of all tokens of a (B, H*W, C) map at once.
 
@@ -61,34 +110,15 @@ def dense_window_attention(w_msa, x, hw, ws, shift):
     of real positions in the padded map.
     """
     B, N, C = x.shape
-    H, W = hw
-    Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
-    grid = x.new_zeros(B, Hp, Wp, C)
-    grid[:, :H, :W] = x.reshape(B, H, W, C)
-    tokens = grid.reshape(B, Hp * Wp, C)
-    r = torch.arange(Hp).repeat_interleave(Wp)
-    c = torch.arange(Wp).repeat(Hp)
-    rs, cs = (r - shift) % Hp, (c - shift) % Wp  # position after the shift
-    window = (rs // ws) * (Wp // ws) + cs // ws
-    pr, pc = rs % ws, cs % ws  # position inside the window
-    rel = (pr[:, None] - pr[None] + ws - 1) * (2 * ws - 1) + \
-        (pc[:, None] - pc[None] + ws - 1)
+    g = window_grid(x, hw, ws, shift)
     heads = w_msa.num_heads
-    bias = w_msa.relative_position_bias_table.double()[rel].permute(2, 0, 1)
-    qkv = w_msa.qkv(tokens).reshape(B, -1, 3, heads,
-                                    C // heads).permute(2, 0, 3, 1, 4)
+    bias = w_msa.relative_position_bias_table.double()[
+        relative_index(g, ws)].permute(2, 0, 1)
+    qkv = w_msa.qkv(g.tokens).reshape(B, -1, 3, heads,
+                                      C // heads).permute(2, 0, 3, 1, 4)
     q, k, v = qkv[0], qkv[1], qkv[2]
     logits = (q * w_msa.scale) @ k.transpose(-2, -1) + bias
-    if shift > 0:
-        region = _region(rs, Hp, ws, shift) * 3 + _region(cs, Wp, ws, shift)
-        logits = logits + (region[:, None] != region[None]).double() * -100.
-    same_window = window[:, None] == window[None]
-    logits = logits.masked_fill(~same_window, float('-inf'))
-    A = logits.softmax(-1)
-    out = (A @ v).transpose(1, 2).reshape(B, -1, C)
-    out = w_msa.proj(out)
-    real = (r < H) & (c < W)
-    return out[:, real], A.mean(1), real
+    return attend_in_windows(w_msa, logits, v, g)
 
 
 def dense_swin_labels(swin, images, pixel_weights, targets, patch,

@@ -23,7 +23,12 @@ import math
 
 import torch
 
-from .dense_reference_swin import _region, merge_by_hand, pixel_label_patches
+from .dense_reference_swin import (
+    attend_in_windows,
+    merge_by_hand,
+    pixel_label_patches,
+    window_grid,
+)
 
 
 def continuous_position_bias(cpb_mlp, ws, pretrained_ws):
@@ -46,39 +51,22 @@ def dense_window_attention_v2(w_msa, x, hw, ws, shift, pretrained_ws):
     real positions in the padded map.
     """
     B, N, C = x.shape
-    H, W = hw
-    Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
-    grid = x.new_zeros(B, Hp, Wp, C)
-    grid[:, :H, :W] = x.reshape(B, H, W, C)
-    tokens = grid.reshape(B, Hp * Wp, C)
-    r = torch.arange(Hp).repeat_interleave(Wp)
-    c = torch.arange(Wp).repeat(Hp)
-    rs, cs = (r - shift) % Hp, (c - shift) % Wp  # position after the shift
-    window = (rs // ws) * (Wp // ws) + cs // ws
-    pr, pc = rs % ws, cs % ws  # position inside the window
+    g = window_grid(x, hw, ws, shift)
     heads = w_msa.num_heads
     table = continuous_position_bias(w_msa.cpb_mlp, ws, pretrained_ws)
-    bias = table[pr[:, None] - pr[None] + ws - 1,
-                 pc[:, None] - pc[None] + ws - 1].permute(2, 0, 1)
+    bias = table[g.pr[:, None] - g.pr[None] + ws - 1,
+                 g.pc[:, None] - g.pc[None] + ws - 1].permute(2, 0, 1)
     Wq, Wk, Wv = w_msa.qkv.weight.double().chunk(3)
-    q = tokens @ Wq.T + w_msa.q_bias.double()
-    k = tokens @ Wk.T
-    v = tokens @ Wv.T + w_msa.v_bias.double()
+    q = g.tokens @ Wq.T + w_msa.q_bias.double()
+    k = g.tokens @ Wk.T
+    v = g.tokens @ Wv.T + w_msa.v_bias.double()
     q, k, v = (t.reshape(B, -1, heads, C // heads).transpose(1, 2)
                for t in (q, k, v))
     q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     scale = w_msa.logit_scale.double().clamp(max=math.log(100)).exp()
     logits = q @ k.transpose(-2, -1) * scale + bias
-    if shift > 0:
-        region = _region(rs, Hp, ws, shift) * 3 + _region(cs, Wp, ws, shift)
-        logits = logits + (region[:, None] != region[None]).double() * -100.
-    same_window = window[:, None] == window[None]
-    logits = logits.masked_fill(~same_window, float('-inf'))
-    A = logits.softmax(-1)
-    out = w_msa.proj((A @ v).transpose(1, 2).reshape(B, -1, C))
-    real = (r < H) & (c < W)
-    return out[:, real], A.mean(1), real
+    return attend_in_windows(w_msa, logits, v, g)
 
 
 def dense_swin_v2_labels(swin, images, pixel_weights, targets, patch,
