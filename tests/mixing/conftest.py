@@ -1,4 +1,7 @@
-"""Shared checks of a MixRecord against the batch it describes."""
+"""Shared checks of a MixRecord against the batch it describes, and of a
+recording augment against the mmpretrain augment it records."""
+import random
+
 import numpy as np
 import pytest
 import torch
@@ -8,6 +11,42 @@ import torch.nn.functional as F
 def _seed(seed):
     np.random.seed(seed)
     torch.manual_seed(seed)
+    random.seed(seed)
+
+
+def _rng_state():
+    """numpy, torch and python random states, comparable with ``==``."""
+    kind, keys, pos, gauss, cached = np.random.get_state()
+    return (kind, keys.tolist(), pos, gauss, cached,
+            torch.get_rng_state().tolist(), random.getstate())
+
+
+def _mix_like_mmpretrain(tl_aug, ref_aug, inputs, scores, seed):
+    """From ``seed``, ``tl_aug.mix_with_record`` and ``tl_aug(...)`` give
+    mmpretrain's ``ref_aug`` images and scores bit for bit and leave the
+    random state as it does, without touching ``inputs``; returns
+    ``(mixed, mixed_scores, record)``."""
+    _seed(seed)
+    # mmpretrain's augments mix in place: give them a copy.
+    ref_inputs, ref_scores = ref_aug(inputs.clone(), scores)
+    ref_state = _rng_state()
+    _seed(seed)
+    before = inputs.clone()
+    mixed, mixed_scores, record = tl_aug.mix_with_record(inputs, scores)
+    assert _rng_state() == ref_state, \
+        f'other random draws than {type(ref_aug).__name__}'
+    assert torch.equal(inputs, before), 'inputs modified in place'
+    assert mixed.dtype == ref_inputs.dtype
+    assert torch.equal(mixed, ref_inputs)
+    assert torch.equal(mixed_scores, ref_scores)
+    assert mixed_scores.dtype == torch.float32
+    # The drop-in __call__ is mmpretrain's too.
+    _seed(seed)
+    call_inputs, call_scores = tl_aug(inputs.clone(), scores)
+    assert torch.equal(call_inputs, ref_inputs)
+    assert torch.equal(call_scores, ref_scores)
+    assert _rng_state() == ref_state
+    return mixed, mixed_scores, record
 
 
 def _check_record(record,
@@ -84,8 +123,18 @@ def _cell_min_max(weights, patch_size):
 
 @pytest.fixture
 def seed():
-    """``seed(n)`` seeds numpy and torch."""
+    """``seed(n)`` seeds numpy, torch and python random."""
     return _seed
+
+
+@pytest.fixture
+def rng_state():
+    return _rng_state
+
+
+@pytest.fixture
+def mix_like_mmpretrain():
+    return _mix_like_mmpretrain
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 random state after the call), a record in which the pasted box is wholly the
 partner image, and its way through the batch augment, the data
 preprocessor and an aligned ViT forward."""
-import random
 
 import numpy as np
 import pytest
@@ -45,19 +44,6 @@ def _batch(batch_size, img_h, img_w, dtype=torch.float32, num_classes=7):
     return inputs, F.one_hot(labels, num_classes)
 
 
-def _seed_all(s):
-    np.random.seed(s)
-    torch.manual_seed(s)
-    random.seed(s)
-
-
-def _rng_state():
-    """numpy, torch and python random states, comparable with ``==``."""
-    kind, keys, pos, gauss, cached = np.random.get_state()
-    return (kind, keys.tolist(), pos, gauss, cached,
-            torch.get_rng_state().tolist(), random.getstate())
-
-
 def _replayed_box(kwargs, batch_size, img_shape):
     """mmpretrain's own draws for ResizeMix.mix, replayed from the current
     RNG state: ``(index, (y1, y2, x1, x2), lam)``."""
@@ -73,30 +59,13 @@ def _replayed_box(kwargs, batch_size, img_shape):
 @pytest.mark.parametrize('kwargs', KWARGS)
 @pytest.mark.parametrize('dtype', [torch.float32, torch.uint8])
 def test_tl_resizemix_equals_mmpretrain(shape, kwargs, dtype, check_record,
-                                        resized_sources):
+                                        resized_sources, mix_like_mmpretrain):
     inputs, scores = _batch(*shape, dtype=dtype)
     ref_aug, tl_aug = ResizeMix(**kwargs), TLResizeMix(**kwargs)
     for s in SEEDS:
-        _seed_all(s)
-        # mmpretrain's ResizeMix pastes in place: give it a copy.
-        ref_inputs, ref_scores = ref_aug(inputs.clone(), scores)
-        ref_state = _rng_state()
-        _seed_all(s)
-        before = inputs.clone()
-        mixed, mixed_scores, record = tl_aug.mix_with_record(inputs, scores)
-        assert _rng_state() == ref_state, 'other random draws than ResizeMix'
-        assert torch.equal(inputs, before), 'inputs modified in place'
-        assert mixed.dtype == inputs.dtype
-        assert torch.equal(mixed, ref_inputs)
-        assert torch.equal(mixed_scores, ref_scores)
-        assert mixed_scores.dtype == torch.float32
-        # The drop-in __call__ is mmpretrain's too.
-        _seed_all(s)
-        call_inputs, call_scores = tl_aug(inputs.clone(), scores)
-        assert torch.equal(call_inputs, ref_inputs)
-        assert torch.equal(call_scores, ref_scores)
-        assert _rng_state() == ref_state
-
+        mixed, mixed_scores, record = mix_like_mmpretrain(
+            tl_aug, ref_aug, inputs, scores, s)
+        assert mixed.dtype == inputs.dtype  # pasted into a copy
         assert record.mode == 'resizemix' and record.num_sources == 2
         check_record(
             record,
@@ -111,7 +80,7 @@ def test_tl_resizemix_equals_mmpretrain(shape, kwargs, dtype, check_record,
 
 @pytest.mark.parametrize('shape', SHAPES)
 @pytest.mark.parametrize('kwargs', KWARGS)
-def test_the_box_is_wholly_the_resized_partner(shape, kwargs):
+def test_the_box_is_wholly_the_resized_partner(shape, kwargs, seed):
     """Replaying mmpretrain's draws: source 2 has pixel weight 1 exactly in
     the box and 0 outside; the box holds the whole partner image resized;
     ``area_share`` gives the mixed scores (the area target) and, with a
@@ -120,10 +89,10 @@ def test_the_box_is_wholly_the_resized_partner(shape, kwargs):
     inputs, scores = _batch(*shape)
     aug = TLResizeMix(**kwargs)
     for s in SEEDS:
-        _seed_all(s)
+        seed(s)
         index, (y1, y2, x1, x2), lam = _replayed_box(kwargs, batch_size,
                                                      (img_h, img_w))
-        _seed_all(s)
+        seed(s)
         mixed, mixed_scores, record = aug.mix_with_record(inputs, scores)
         box = torch.zeros(img_h, img_w)
         box[y1:y2, x1:x2] = 1
@@ -150,16 +119,16 @@ def test_the_box_is_wholly_the_resized_partner(shape, kwargs):
             assert record.area_share[0, 0].item() == pytest.approx(kept)
 
 
-def test_uncorrected_lam_is_the_drawn_one():
+def test_uncorrected_lam_is_the_drawn_one(seed):
     """``correct_lam=False``: area_share (and mmpretrain's scores) keep the
     drawn lambda, in [lam_min, lam_max], not the box's pixel share."""
     inputs, scores = _batch(4, 32, 32)
     aug = TLResizeMix(alpha=1.0, lam_min=0.2, lam_max=0.7, correct_lam=False)
     differs = False
     for s in SEEDS:
-        _seed_all(s)
+        seed(s)
         drawn = np.random.beta(1.0, 1.0) * 0.5 + 0.2
-        _seed_all(s)
+        seed(s)
         _, _, record = aug.mix_with_record(inputs, scores)
         assert record.area_share[0, 0].item() == pytest.approx(drawn)
         differs |= not torch.allclose(
@@ -167,20 +136,21 @@ def test_uncorrected_lam_is_the_drawn_one():
     assert differs
 
 
-def test_an_empty_box_is_a_clear_error():
+def test_an_empty_box_is_a_clear_error(seed):
     """On 2x2 images the box side ``int(2 * sqrt(1 - lam)) // 2`` is 0:
     mmpretrain fails inside F.interpolate, we say why."""
     inputs, scores = _batch(3, 2, 2)
-    _seed_all(0)
+    seed(0)
     with pytest.raises(RuntimeError, match='sizes should be greater than 0'):
         ResizeMix(alpha=1.0)(inputs.clone(), scores)
-    _seed_all(0)
+    seed(0)
     with pytest.raises(ValueError, match=r'TLResizeMix: the box drawn for 2x2'
                        r' images is empty .*smaller lam_max \(now 0.8\)'):
         TLResizeMix(alpha=1.0).mix_with_record(inputs, scores)
 
 
-def test_through_tl_random_batch_augment(check_record, resized_sources):
+def test_through_tl_random_batch_augment(check_record, resized_sources, seed,
+                                         rng_state):
     """The per-batch switch of Mixup / ResizeMix / nothing, as mmpretrain's
     RandomBatchAugment draws it."""
     inputs, scores = _batch(6, 32, 32)
@@ -193,12 +163,12 @@ def test_through_tl_random_batch_augment(check_record, resized_sources):
     assert isinstance(tl.augments[1], TLResizeMix)
     modes = set()
     for s in range(20):
-        _seed_all(s)
+        seed(s)
         ref_inputs, ref_scores = ref(inputs.clone(), scores)
-        ref_state = _rng_state()
-        _seed_all(s)
+        ref_state = rng_state()
+        seed(s)
         mixed, mixed_scores, record = tl.mix_with_record(inputs, scores)
-        assert _rng_state() == ref_state
+        assert rng_state() == ref_state
         assert torch.equal(mixed, ref_inputs)
         assert torch.equal(mixed_scores, ref_scores)
         modes.add(record.mode)
@@ -221,7 +191,7 @@ def test_plain_resizemix_is_refused_with_the_fix():
     (5, ((40, 56), ), 1),
     (3, ((40, 56), (33, 50)), 16),  # padded, mixed sizes
 ])
-def test_through_the_data_preprocessor(batch_size, sizes, pad):
+def test_through_the_data_preprocessor(batch_size, sizes, pad, seed):
     """TLAlignDataPreprocessor gives ClsDataPreprocessor's inputs and
     gt_score with mmpretrain's ResizeMix, and the record with them."""
     def build(tl):
@@ -237,9 +207,9 @@ def test_through_the_data_preprocessor(batch_size, sizes, pad):
     tl, ref = build(True), build(False)
     modes = set()
     for s in range(10):
-        _seed_all(s)
+        seed(s)
         ref_out = ref(_data(batch_size, sizes), training=True)
-        _seed_all(s)
+        seed(s)
         out = tl(_data(batch_size, sizes), training=True)
         assert torch.equal(out['inputs'], ref_out['inputs'])
         mix = out['mix']
@@ -257,7 +227,7 @@ def test_through_the_data_preprocessor(batch_size, sizes, pad):
     assert 'resizemix' in modes
 
 
-def test_aligned_vit_labels_are_the_dense_reference():
+def test_aligned_vit_labels_are_the_dense_reference(seed):
     """A ResizeMix record through a tiny ViT (8-pixel patches, 32x32):
     the aligned labels match the dense reference to 1e-5 and are
     distributions; patch tokens cut by the box edge start fractional."""
@@ -266,11 +236,11 @@ def test_aligned_vit_labels_are_the_dense_reference():
     aug = TLResizeMix(alpha=1.0)
     fractional = moved = False
     for s in range(4):
-        _seed_all(s)
+        seed(s)
         _, (y1, y2, x1, x2), _ = _replayed_box({'alpha': 1.0}, 4, (32, 32))
         box = torch.zeros(1, 1, 32, 32)
         box[..., y1:y2, x1:x2] = 1
-        _seed_all(s)
+        seed(s)
         mixed, mixed_scores, record = aug.mix_with_record(inputs, scores)
         targets = record.source_targets(scores.float())
         labels, history = align_labels(vit, mixed, record.pixel_weights,
@@ -299,14 +269,14 @@ def test_aligned_vit_labels_are_the_dense_reference():
     assert moved, 'the alignment moved nothing: the test cannot fail'
 
 
-def test_tlalign_classifier_trains_on_resizemix():
+def test_tlalign_classifier_trains_on_resizemix(seed):
     """The loss path: TLAlignClassifier with TLResizeMix sets the aligned
     label (a distribution) as the head's gt_score."""
     torch.manual_seed(0)
     model = MODELS.build(model_cfg(aug='TLResizeMix'))
     model.init_weights()
     model.train()
-    _seed_all(1)
+    seed(1)
     batch = model.data_preprocessor(fake_batch(4), training=True)
     mix = batch['mix']
     assert mix.mode == 'resizemix'
