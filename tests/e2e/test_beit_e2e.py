@@ -26,7 +26,7 @@ import tlalign_mm  # noqa: F401  (registers; allow-lists checkpoints)
 from tests.downstream import e2e
 from tests.downstream.tiny import config_path, dump, shrink
 
-from .test_timm_e2e import write_imagenet
+from .test_timm_e2e import two_short_epochs, write_imagenet
 
 CONFIG = config_path('tlalign',
                      'beit-base-p16_8xb128-coslr-100e_in1k_tlalign.py')
@@ -64,13 +64,8 @@ def test_beit_tlalign_fine_tune_trains_and_tests(tmp_path, monkeypatch):
     assert cfg.model.backbone.img_size == 32
     cfg.model.backbone.update(arch=ARCH, patch_size=8)
     cfg.model.head.in_channels = ARCH['embed_dims']
-    cfg.train_dataloader.batch_size = 3
-    cfg.train_cfg.max_epochs = 2
-    warmup, cosine = cfg.param_scheduler
-    assert (warmup.type, warmup.end) == ('LinearLR', 20)
-    assert (cosine.type, cosine.begin, cosine.end) == (
-        'CosineAnnealingLR', 20, 100)
-    warmup.end = cosine.begin = 1
+    cosine = two_short_epochs(cfg)
+    assert cosine.end == 100
     cosine.end = 2
     config = dump(cfg, str(tmp_path / 'beit_tiny.py'))
 

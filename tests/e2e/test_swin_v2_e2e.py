@@ -22,7 +22,7 @@ import tlalign_mm  # noqa: F401  (registers; allow-lists checkpoints)
 from tests.downstream import e2e
 from tests.downstream.tiny import config_path, dump, shrink
 
-from .test_timm_e2e import write_imagenet
+from .test_timm_e2e import two_short_epochs, write_imagenet
 
 CONFIG = config_path('tlalign', 'swinv2-tiny-w8_16xb64_in1k-256px_tlalign.py')
 TINY = dict(embed_dims=16, depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4],
@@ -39,12 +39,7 @@ def test_swin_v2_tlalign_trains_resumes_and_tests(tmp_path):
     assert cfg.model.backbone.img_size == 64
     cfg.model.backbone.update(arch=TINY, window_size=[4, 4, 4, 2])
     cfg.model.head.in_channels = TINY['embed_dims'] * 8
-    cfg.train_dataloader.batch_size = 3
-    cfg.train_cfg.max_epochs = 2
-    warmup, cosine = cfg.param_scheduler
-    assert (warmup.type, warmup.end) == ('LinearLR', 20)
-    assert (cosine.type, cosine.begin) == ('CosineAnnealingLR', 20)
-    warmup.end = cosine.begin = 1
+    two_short_epochs(cfg)
     config = dump(cfg, str(tmp_path / 'swinv2_tiny.py'))
 
     e2e.train(config, work)

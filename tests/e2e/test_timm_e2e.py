@@ -54,6 +54,19 @@ def write_imagenet(root, num_classes=3, per_class=dict(train=2, val=1)):
     return root
 
 
+def two_short_epochs(cfg: Config):
+    """The schedule of these tests: 2 epochs of 2 iterations (batch 3 of
+    :func:`write_imagenet`'s 6 images), the recipe's 20 warm-up epochs in
+    the first and its cosine from the second; returns the cosine."""
+    cfg.train_dataloader.batch_size = 3
+    cfg.train_cfg.max_epochs = 2
+    warmup, cosine = cfg.param_scheduler
+    assert (warmup.type, warmup.end) == ('LinearLR', 20)
+    assert (cosine.type, cosine.begin) == ('CosineAnnealingLR', 20)
+    warmup.end = cosine.begin = 1
+    return cosine
+
+
 @pytest.mark.e2e
 def test_timm_deit_small_tlalign_trains_tests_and_exports(tmp_path, capsys):
     data = write_imagenet(str(tmp_path / 'imagenet'))
@@ -63,12 +76,7 @@ def test_timm_deit_small_tlalign_trains_tests_and_exports(tmp_path, capsys):
     assert cfg.model.backbone.type == 'PooledTIMMBackbone'
     cfg.model.backbone.update(TINY)
     cfg.model.head.in_channels = TINY['embed_dim']
-    cfg.train_dataloader.batch_size = 3
-    cfg.train_cfg.max_epochs = 2
-    warmup, cosine = cfg.param_scheduler
-    assert (warmup.type, warmup.end) == ('LinearLR', 20)
-    assert (cosine.type, cosine.begin) == ('CosineAnnealingLR', 20)
-    warmup.end = cosine.begin = 1
+    two_short_epochs(cfg)
     config = dump(cfg, str(tmp_path / 'timm_tiny.py'))
 
     out = e2e.train(config, work)
