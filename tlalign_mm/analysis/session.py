@@ -41,12 +41,15 @@ def build_model(cfg: Config, checkpoint: Optional[str] = None,
     # As mmengine's Runner: a top-level data_preprocessor is the model's.
     if cfg.get('data_preprocessor') is not None:
         model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
-    model = MODELS.build(model_cfg)
-    if checkpoint in NO_CHECKPOINT or checkpoint is None:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+    random_init = checkpoint in NO_CHECKPOINT or checkpoint is None
+    # Seeded from the build on: modules that init_weights leaves alone
+    # (a Conv2d patch embedding, say) keep the weights they drew when built.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = MODELS.build(model_cfg)
+        if random_init:
             model.init_weights()
-    else:
+    if not random_init:
         load_checkpoint(model, checkpoint, map_location='cpu', strict=True)
     return model.to(device).eval()
 
