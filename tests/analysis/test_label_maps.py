@@ -47,10 +47,12 @@ def test_maps_are_patch_means_and_aligned_labels(setups, arch, grids):
     torch.testing.assert_close(maps.area, batch.record.area_share)
 
 
-def test_cli_writes_the_grid(setups, run_tool, tmp_path):
+@pytest.mark.parametrize('mix', ['cutmix', 'resizemix'])
+def test_cli_writes_the_grid(setups, run_tool, tmp_path, mix):
     rows = run_tool('label_maps', [
         *setups['vit'].paths, '--work-dir', tmp_path, '--out', 'maps.png',
-        '--num-images', 4, '--batch-size', 8, '--cfg-options', NO_SERIALIZE
+        '--mix', mix, '--num-images', 4, '--batch-size', 8, '--cfg-options',
+        NO_SERIALIZE
     ])
     assert len(rows) == 4
     png = tmp_path / 'maps.png'

@@ -50,7 +50,8 @@ def test_mixup_gives_zero(setups, arch):
     assert out['rmse'] < 1e-6 and out['rmse_class'] < 1e-6
 
 
-def test_identity_attention_gives_zero(setups, monkeypatch):
+@pytest.mark.parametrize('mix', ['cutmix', 'resizemix'])
+def test_identity_attention_gives_zero(setups, monkeypatch, mix):
     import tlalign_mm.core.records
     from tests.models.mixes import identity_attention
     s = setups['vit']
@@ -59,9 +60,9 @@ def test_identity_attention_gives_zero(setups, monkeypatch):
         patch.setattr(tlalign_mm.core.records, 'head_mean_attention',
                       identity_attention)
         out = label_rmse(s.model.backbone,
-                         mixed_batches(s.model, s.loader, max_batches=1))
+                         mixed_batches(s.model, s.loader, mix, max_batches=1))
     assert out['rmse'] < 1e-6 and out['num_images'] == 8
     # ... and the real attention moves them.
     out = label_rmse(s.model.backbone,
-                     mixed_batches(s.model, s.loader, max_batches=1))
+                     mixed_batches(s.model, s.loader, mix, max_batches=1))
     assert out['rmse'] > 1e-3

@@ -11,7 +11,13 @@
 """
 from .label_maps import LabelMaps, label_colours, label_maps, token_grid
 from .label_rmse import RMSEMeter, aligned_source_weights, label_rmse
-from .mixed_batches import MixedBatch, build_mixer, mixed_batches, seeded
+from .mixed_batches import (
+    MIXES,
+    MixedBatch,
+    build_mixer,
+    mixed_batches,
+    seeded,
+)
 from .mixing_ratio import (
     block_readouts,
     mixing_ratios,
@@ -23,7 +29,7 @@ from .presence import LayerPresence, token_presence
 
 __all__ = [
     'LabelMaps', 'LayerPresence', 'MixedBatch', 'RMSEMeter',
-    'aligned_source_weights', 'block_readouts', 'build_mixer',
+    'MIXES', 'aligned_source_weights', 'block_readouts', 'build_mixer',
     'label_colours', 'label_maps', 'label_rmse', 'mixed_batches',
     'mixing_ratios', 'readout_tokens', 'seeded', 'similarity_ratio',
     'token_grid', 'token_presence', 'transformer_blocks'

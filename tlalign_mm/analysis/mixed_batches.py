@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from tlalign_mm.core.mix_record import MixRecord
-from tlalign_mm.mixing import TLCutMix, TLMixup
+from tlalign_mm.mixing import TLCutMix, TLMixup, TLResizeMix
 
 
 class MixedBatch(NamedTuple):
@@ -48,16 +48,21 @@ def seeded(seed: int):
             np.random.set_state(state)
 
 
+# The recording batch augmentations an analysis can mix with, by name.
+MIXERS = {'cutmix': TLCutMix, 'mixup': TLMixup, 'resizemix': TLResizeMix}
+MIXES = (*MIXERS, 'none')
+
+
 def build_mixer(mix: str = 'cutmix', alpha: float = 1.0):
-    """``'cutmix'`` (:class:`TLCutMix`), ``'mixup'`` (:class:`TLMixup`) or
+    """``'cutmix'`` (:class:`TLCutMix`), ``'mixup'`` (:class:`TLMixup`),
+    ``'resizemix'`` (:class:`TLResizeMix`, its defaults otherwise) or
     ``'none'``."""
-    if mix == 'cutmix':
-        return TLCutMix(alpha=alpha)
-    if mix == 'mixup':
-        return TLMixup(alpha=alpha)
     if mix == 'none':
         return None
-    raise ValueError(f"mix must be 'cutmix', 'mixup' or 'none', got {mix!r}.")
+    if mix not in MIXERS:
+        raise ValueError(
+            f'mix must be one of {", ".join(map(repr, MIXES))}, got {mix!r}.')
+    return MIXERS[mix](alpha=alpha)
 
 
 def mixed_batches(model,
@@ -76,7 +81,7 @@ def mixed_batches(model,
         model: the classifier (its ``data_preprocessor`` and ``head``'s
             ``num_classes`` are used).
         dataloader: yields mmpretrain data batches.
-        mix (str): ``'cutmix'``, ``'mixup'`` or ``'none'`` (one source).
+        mix (str): one of :data:`MIXES` (``'none'``: one source).
         alpha (float): the Beta parameter of the mixing ratio.
         seed (int): base seed.
         num_images (int, optional): stop after this many images (the last

@@ -95,7 +95,7 @@ def mixing_ratios(backbone: nn.Module, batch) -> Dict[str, torch.Tensor]:
     record = batch.record
     if record.num_sources != 2:
         raise ValueError('The mixing ratio compares two sources; mix the '
-                         "batch with 'cutmix' or 'mixup'.")
+                         "batch with 'cutmix', 'mixup' or 'resizemix'.")
     mixed = block_readouts(backbone, batch.mixed)
     a = block_readouts(backbone, batch.source_images(0))
     b = block_readouts(backbone, batch.source_images(1))

@@ -21,6 +21,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 
 from mmengine.config import DictAction  # noqa: E402
 
+from tlalign_mm.analysis.mixed_batches import MIXES  # noqa: E402
 from tlalign_mm.analysis.session import (  # noqa: E402
     build_dataloader,
     build_model,
@@ -67,7 +68,7 @@ def add_common_args(parser: argparse.ArgumentParser,
                         help='stop after this many batches')
     parser.add_argument('--batch-size', type=positive_int, default=None,
                         help="override the dataloader's batch size")
-    parser.add_argument('--mix', choices=['cutmix', 'mixup', 'none'],
+    parser.add_argument('--mix', choices=MIXES,
                         default='cutmix',
                         help='how image pairs of a batch are mixed')
     parser.add_argument('--alpha', type=float, default=1.0,

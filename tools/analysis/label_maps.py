@@ -53,7 +53,8 @@ def parse_args(argv=None):
     parser.set_defaults(num_images=4)
     args = parser.parse_args(argv)
     if args.mix == 'none':
-        parser.error('Label maps need mixed images (--mix cutmix or mixup).')
+        parser.error('Label maps need mixed images (--mix cutmix, mixup or '
+                     'resizemix).')
     return args
 
 

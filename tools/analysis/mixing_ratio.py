@@ -49,8 +49,8 @@ def parse_args(argv=None):
     add_common_args(parser)
     args = parser.parse_args(argv)
     if args.mix == 'none':
-        parser.error('The mixing ratio needs mixed images (--mix cutmix or '
-                     'mixup).')
+        parser.error('The mixing ratio needs mixed images (--mix cutmix, '
+                     'mixup or resizemix).')
     return args
 
 
