@@ -21,6 +21,20 @@ def _rng_state():
             torch.get_rng_state().tolist(), random.getstate())
 
 
+def random_batch(batch_size, img_h, img_w, seed, dtype=torch.float32,
+                 num_classes=7):
+    """``(inputs (B, 3, H, W), one-hot scores (B, num_classes))`` drawn
+    from a generator seeded with ``seed``: uint8 pixels or normal floats."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.uint8:
+        inputs = torch.randint(
+            0, 256, (batch_size, 3, img_h, img_w), generator=g).to(torch.uint8)
+    else:
+        inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
+    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
+    return inputs, F.one_hot(labels, num_classes)
+
+
 def _mix_like_mmpretrain(tl_aug, ref_aug, inputs, scores, seed):
     """From ``seed``, ``tl_aug.mix_with_record`` and ``tl_aug(...)`` give
     mmpretrain's ``ref_aug`` images and scores bit for bit and leave the

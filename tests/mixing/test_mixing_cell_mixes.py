@@ -23,20 +23,16 @@ from tlalign_mm.mixing.grid import (
     snap_to_boundary,
 )
 
+from .conftest import random_batch
+
 SEEDS = range(8)
 # (batch size, H, W): odd batch, batch of one, sizes not multiples of 16.
 SHAPES = [(5, 64, 80), (1, 48, 48), (3, 40, 56), (2, 21, 35)]
 
 
 def _batch(batch_size, img_h, img_w, dtype=torch.float32, num_classes=6):
-    g = torch.Generator().manual_seed(99 + batch_size * img_w)
-    if dtype == torch.uint8:
-        inputs = torch.randint(
-            0, 256, (batch_size, 3, img_h, img_w), generator=g).to(torch.uint8)
-    else:
-        inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
-    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
-    return inputs, F.one_hot(labels, num_classes)
+    return random_batch(batch_size, img_h, img_w,
+                        99 + batch_size * img_w, dtype, num_classes)
 
 
 def _replaced_cells(record, patch_size, cell_min_max):

@@ -7,20 +7,16 @@ from mmpretrain.models.utils.batch_augments import CutMix, Mixup
 
 from tlalign_mm.mixing import TLCutMix, TLMixup
 
+from .conftest import random_batch
+
 SEEDS = range(6)
 # (batch size, H, W): odd batch, batch of one, size not a multiple of 16.
 SHAPES = [(5, 32, 48), (1, 32, 32), (4, 40, 56), (3, 21, 35)]
 
 
 def _batch(batch_size, img_h, img_w, dtype=torch.float32, num_classes=7):
-    g = torch.Generator().manual_seed(1234 + batch_size + img_h)
-    if dtype == torch.uint8:
-        inputs = torch.randint(
-            0, 256, (batch_size, 3, img_h, img_w), generator=g).to(torch.uint8)
-    else:
-        inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
-    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
-    return inputs, F.one_hot(labels, num_classes)
+    return random_batch(batch_size, img_h, img_w,
+                        1234 + batch_size + img_h, dtype, num_classes)
 
 
 CUTMIX_KWARGS = [

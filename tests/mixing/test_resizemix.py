@@ -19,6 +19,7 @@ from tlalign_mm.mixing import TLRandomBatchAugment, TLResizeMix
 from ..models.dense_reference import dense_vit_labels
 from ..models.test_tlalign_classifier import fake_batch, model_cfg
 from ..models.test_vit_alignment import build_vit
+from .conftest import random_batch
 from .test_mixing_data_preprocessor import MEAN, STD, _data
 
 SEEDS = range(6)
@@ -34,14 +35,8 @@ KWARGS = [
 
 
 def _batch(batch_size, img_h, img_w, dtype=torch.float32, num_classes=7):
-    g = torch.Generator().manual_seed(4321 + batch_size + img_w)
-    if dtype == torch.uint8:
-        inputs = torch.randint(
-            0, 256, (batch_size, 3, img_h, img_w), generator=g).to(torch.uint8)
-    else:
-        inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
-    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
-    return inputs, F.one_hot(labels, num_classes)
+    return random_batch(batch_size, img_h, img_w,
+                        4321 + batch_size + img_w, dtype, num_classes)
 
 
 def _replayed_box(kwargs, batch_size, img_shape):
