@@ -211,8 +211,7 @@ def extra_ops_per_block(model_name, data, num_classes):
         ops, _ = step_cost(model, batch)
         totals[mode] = ops.total
         if mode == 'tlalign':
-            from tlalign_mm.models.recorders import get_recorder
-            blocks = get_recorder(model.backbone).num_layers(model.backbone)
+            blocks = len(model.recording.description.blocks)
     return (totals['tlalign'] - totals['cutmix']) / blocks
 
 

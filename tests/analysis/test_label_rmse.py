@@ -44,7 +44,7 @@ def test_cli_table_and_plot_over_two_models(setups, run_tool, tmp_path):
 @pytest.mark.parametrize('arch', ['vit', 'swin'])
 def test_mixup_gives_zero(setups, arch):
     s = setups[arch]
-    out = label_rmse(s.model.backbone,
+    out = label_rmse(s.model,
                      mixed_batches(s.model, s.loader, 'mixup', max_batches=1))
     assert out['num_images'] == 8
     assert out['rmse'] < 1e-6 and out['rmse_class'] < 1e-6
@@ -59,10 +59,10 @@ def test_identity_attention_gives_zero(setups, monkeypatch, mix):
     with monkeypatch.context() as patch:
         patch.setattr(tlalign_mm.core.records, 'head_mean_attention',
                       identity_attention)
-        out = label_rmse(s.model.backbone,
+        out = label_rmse(s.model,
                          mixed_batches(s.model, s.loader, mix, max_batches=1))
     assert out['rmse'] < 1e-6 and out['num_images'] == 8
     # ... and the real attention moves them.
-    out = label_rmse(s.model.backbone,
+    out = label_rmse(s.model,
                      mixed_batches(s.model, s.loader, mix, max_batches=1))
     assert out['rmse'] > 1e-3

@@ -1,11 +1,14 @@
-"""``core.align`` on hand-built records: two blocks (one with a dropped
+"""``core.align`` on hand-built slots: two blocks (one with a dropped
 sample), a merge, and a block that recorded its probabilities, against the
-rule computed by hand in float64."""
+rule computed by hand in float64; a slot missing what it expects is the
+error."""
+import pytest
 import torch
 
 from tlalign_mm.core import (
-    Attention,
-    DropPath,
+    AlignOptions,
+    Recorded,
+    Slot,
     TokenStep,
     align,
     flatten_label_map,
@@ -31,13 +34,13 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     q1, k1, q2, k2 = (torch.randn(B, H, N, d) * 2 for _ in range(4))
     probs = torch.softmax(torch.randn(B, H, 2, 2) * 3, -1)
     keep = torch.tensor([True, False]).view(B, 1, 1)  # sample 1 dropped
-    records = [
-        Attention(q1, k1),
-        Attention(q2, k2), DropPath(keep),
-        TokenStep((2, 4), merge_2x2, 'merge'),
-        Attention(probs=probs),
-    ]
-    labels, history = align(records, Y, keep_history=True)
+    slots = [Slot(q=q1, k=k1), Slot(q=q2, k=k2, keep=keep),
+             Slot(step=TokenStep((2, 4), merge_2x2, 'merge'), probs=probs),
+             Slot()]
+    # the initial labels: the embedding's rule of the pixel weights
+    records = Recorded(slots, embed=lambda pixel_weights: Y)
+    pw = torch.ones(B, S, 1, 1) / S
+    labels, history = align(records, pw, keep_history=True)
 
     y = Y.double()
     expected = [y]
@@ -60,8 +63,18 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     assert (history[2][0] - history[1][0]).abs().max() > 1e-3
 
     # the options arrive as arguments: drop-path ignored, no residual
-    _, history = align(records, Y, keep_history=True,
-                       follow_drop_path=False, residual_norm=False)
+    _, history = align(records, pw, keep_history=True, options=AlignOptions(
+        follow_drop_path=False, residual_norm=False))
     y1 = head_mean(q1, k1) @ Y.double()
     assert (history[1].double() - y1).abs().max() < 1e-6
     assert (history[2].double() - head_mean(q2, k2) @ y1).abs().max() < 1e-6
+
+
+def test_a_slot_missing_what_it_expects_is_the_error():
+    Y = torch.ones(1, 4, 1)
+    q = torch.zeros(1, 1, 4, 2)
+    records = Recorded([Slot(q=q, k=q), Slot(('attention', 'key_map'), q=q,
+                                             k=q), Slot()],
+                       embed=lambda pixel_weights: Y)
+    with pytest.raises(RuntimeError, match='Block 1 recorded no key_map'):
+        align(records, torch.ones(1, 1, 2, 2))

@@ -5,7 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from tlalign_mm.core import (
-    Attention,
+    AlignOptions,
+    Recorded,
+    Slot,
     align,
     head_mean_attention,
     residual_align,
@@ -113,15 +115,19 @@ def test_align_resolves_layers():
     # A block whose attention sends every token to token 0.
     q = torch.zeros(1, 1, 2, 4)
     bias = torch.tensor([[0., float('-inf')]] * 2)
-    block = Attention(q, q, bias=bias)
-    _, history = align([block] * 3, Y, [1], keep_history=True)
+    records = Recorded([Slot(q=q, k=q, bias=bias)] * 3 + [Slot()],
+                       embed=lambda pixel_weights: Y)
+    pw = torch.ones(1, 2, 1, 1)
+    _, history = align(records, pw, options=AlignOptions([1]),
+                       keep_history=True)
     assert torch.equal(history[1], Y)  # block 0 left it alone
     torch.testing.assert_close(history[2], (Y + Y[:, :1]) / 2)
     assert len(history) == 4
     assert resolve_align_layers('last', 4) == {3}
     assert resolve_align_layers([0, -1], 4) == {0, 3}
     with pytest.raises(ValueError, match='out of range'):
-        align([block], Y, [1])
+        align(records._replace(slots=records.slots[2:]), pw,
+              options=AlignOptions([1]))
 
 
 def explicit(q, k, v, mask=None, scale=None):

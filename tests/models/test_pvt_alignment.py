@@ -4,8 +4,7 @@ import pytest
 import torch
 from mmpretrain.registry import MODELS
 
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import PVTRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_pvt import dense_pvt_labels
 from .mixes import random_mix
@@ -54,7 +53,7 @@ def test_matches_dense_reference(case):
     _, S, (H, W), box = (case.pop('name'), case.pop('S'), case.pop('size'),
                             case.pop('box', None))
     pvt = build_pvt(**case)
-    assert isinstance(get_recorder(pvt), PVTRecorder)
+    assert 'reduction' in {t.kind for t in describe(pvt).taps}
     images, pw, targets = random_mix(2, S, H, W, box=box)
     traced = aligned_forward(pvt, images, pw, keep_history=True)
     ref, ref_history, ref_feat = dense_pvt_labels(pvt, images, pw, targets)
@@ -81,7 +80,10 @@ def test_tokens_are_the_plain_forward_and_labels_skip_dropout():
                              follow_drop_path=False)
     assert torch.equal(trained.feats[0], plain)
     # Block 0 (drop-path rate 0) sees the eval attention; its attention
-    # dropout changes the tokens, not the labels.
+    # dropout changes the tokens, not the labels. Two float32 softmaxes of
+    # the same logits (MHA's weights; ours from re-projected q, k) differ
+    # relatively by ~eps32 times the logit range (< 40 here), and so do the
+    # labels (Y + AY) / 2 >= AY / 2; dropped attention would move them ~0.1.
     torch.testing.assert_close(trained.history[1], evaluated.history[1],
-                               atol=1e-7, rtol=0)
+                               atol=0, rtol=40 * 2**-23)
     assert (trained.history[2] - evaluated.history[2]).abs().max() > 1e-4

@@ -14,8 +14,7 @@ from mmpretrain.registry import DATASETS, MODELS
 
 import tlalign_mm  # noqa: F401  (registration)
 from tlalign_mm import align_labels
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import SwinRecorder, ViTRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 from tlalign_mm.models.spt_lsa import (
     LocalitySelfAttention,
     LocalityWindowMSA,
@@ -94,7 +93,7 @@ def build_swin(seed=0, **kwargs):
 
 def source_space(B, S):
     """Identity targets: class-space labels are then the source weights, so
-    the reference is compared with the tracer's labels as they are."""
+    the reference is compared with the recorded labels as they are."""
     return torch.eye(S).expand(B, S, S)
 
 
@@ -320,10 +319,10 @@ def test_switches_swap_only_what_they_name():
             assert all(
                 type(b.attn.w_msa) is (LocalityWindowMSA if lsa else WindowMSA)
                 for s in swin.stages for b in s.blocks)
-            # No tracer of their own: the ViT/Swin tracers, with SPT's
+            # No description of their own: the ViT/Swin ones, with SPT's
             # token rule and LSA as a MultiheadAttention/WindowMSA.
-            assert type(get_recorder(vit)) is ViTRecorder
-            assert type(get_recorder(swin)) is SwinRecorder
+            assert {t.kind for t in describe(vit).taps} == {'qkv', 'keep'}
+            assert 'windows' in {t.kind for t in describe(swin).taps}
 
 
 def test_paper_archs():
@@ -479,8 +478,6 @@ COMPONENTS = [
           num_heads=3), lambda: torch.randn(2, 9, 24)),
     (dict(type='SLViT', arch=VIT_ARCH), lambda: torch.randn(2, 3, 32, 32)),
     (dict(type='SLSwin', arch=SWIN_ARCH), lambda: torch.randn(2, 3, 32, 32)),
-    (dict(type='TLAlignBackbone', backbone=dict(type='SLViT', arch=VIT_ARCH)),
-     lambda: torch.randn(2, 3, 32, 32)),
 ]
 
 
@@ -600,7 +597,7 @@ def test_config_parses_and_model_builds(path):
     small = small_model_cfg(cfg)
     model = MODELS.build(small)
     assert type(model.backbone).__name__ == backbone.type
-    get_recorder(model.backbone)
+    describe(model.backbone)
 
 
 def small_model_cfg(cfg):

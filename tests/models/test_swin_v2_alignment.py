@@ -7,8 +7,7 @@ import pytest
 import torch
 from mmpretrain.registry import MODELS
 
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import SwinRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_swin_v2 import dense_swin_v2_labels
 from .mixes import history_in_classes, in_classes, random_mix
@@ -84,7 +83,7 @@ def test_matches_dense_reference(case):
                             case.pop('box', None))
     residual_norm = case.pop('residual_norm', True)
     swin = build_swin_v2(**case)
-    assert isinstance(get_recorder(swin), SwinRecorder)
+    assert 'windows' in {t.kind for t in describe(swin).taps}
     images, pw, targets = random_mix(2, S, H, W, box=box)
     traced = aligned_forward(swin, images, pw, residual_norm=residual_norm,
                              keep_history=True)
@@ -113,14 +112,13 @@ def test_matches_dense_reference(case):
 
 
 def test_unregistered_downsample_is_a_clear_error(monkeypatch):
-    from tlalign_mm.models.recorders import token_rules
-    rules = dict(token_rules._RULES)
-    rules.pop('mmpretrain.models.utils.embed.PatchMerging')
-    monkeypatch.setattr(token_rules, '_RULES', rules)
+    from tlalign_mm.models.token_rules import TOKEN_RULES
+    swin = MODELS.build(dict(type='SwinTransformerV2', arch=ARCH2,
+                             window_size=4, out_indices=(1, )))
+    monkeypatch.delitem(TOKEN_RULES,
+                        'mmpretrain.models.utils.embed.PatchMerging')
     with pytest.raises(NotImplementedError, match='PatchMerging'):
-        MODELS.build(dict(type='TLAlignBackbone', backbone=dict(
-            type='SwinTransformerV2', arch=ARCH2, window_size=4,
-            out_indices=(1, ))))
+        describe(swin)
 
 
 def test_swin_v2_tiny_geometry_256():

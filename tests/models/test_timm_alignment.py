@@ -13,8 +13,7 @@ import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import TimmViTRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_timm import (
     dense_readout,
@@ -267,8 +266,9 @@ def test_eval_forward_is_the_plain_timm_model_bit_for_bit():
     kwargs = dict(model_name='deit_tiny_patch16_224', depth=3, img_size=64)
     for pool in ('token', 'avg'):
         torch.manual_seed(0)
-        built = MODELS.build(dict(type='TLAlignBackbone', backbone=dict(
-            type='PooledTIMMBackbone', global_pool=pool, **kwargs)))
+        built = MODELS.build(dict(type='PooledTIMMBackbone',
+                                  global_pool=pool, **kwargs))
+        describe(built)
         built.eval()
         assert type(built).__name__ == 'TIMMBackbone'
         timm_kwargs = dict(kwargs)
@@ -283,7 +283,7 @@ def test_eval_forward_is_the_plain_timm_model_bit_for_bit():
             expected = model.forward_head(model.forward_features(images),
                                           pre_logits=True)
             assert torch.equal(built(images)[0], expected)
-            align_labels(built, images, pw, targets)  # taps used once
+            align_labels(built, images, pw, targets)  # recorded once
             assert torch.equal(built(images)[0], expected)
 
 
@@ -376,11 +376,11 @@ def test_every_other_timm_model_gets_a_clear_error():
     tiny = dict(img_size=32, patch_size=8, embed_dim=32, depth=1,
                 num_heads=2)
 
-    def tlalign(**backbone):
-        return MODELS.build(dict(type='TLAlignBackbone', backbone=backbone))
+    def described(**backbone):
+        return describe(MODELS.build(backbone))
 
     with pytest.raises(ValueError, match="type='PooledTIMMBackbone'"):
-        tlalign(type='TIMMBackbone', model_name='deit_tiny_patch16_224',
+        described(type='TIMMBackbone', model_name='deit_tiny_patch16_224',
                 **tiny)
     for name, kwargs in [
         ('swin_tiny_patch4_window7_224',
@@ -389,9 +389,8 @@ def test_every_other_timm_model_gets_a_clear_error():
     ]:
         with pytest.raises(NotImplementedError,
                            match="VisionTransformer family.*SwinTransformer"):
-            tlalign(type='TIMMBackbone', model_name=name, **kwargs)
+            described(type='TIMMBackbone', model_name=name, **kwargs)
         bare = timm.create_model(name, pretrained=False, **kwargs)
-        assert isinstance(get_recorder(bare), TimmViTRecorder)
         with pytest.raises(NotImplementedError, match='does not record timm'):
             align_labels(bare, images, pw, targets)
     for kwargs, match in [

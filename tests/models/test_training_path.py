@@ -51,7 +51,7 @@ class TorchBernoulliDropPath(torch.nn.Module):
 
 def set_drop_path(vit, kind, rate=0.5):
     """Put a drop-path of ``kind`` on every block's attention branch: the
-    tracer must learn the mask from the module's own call, whatever RNG it
+    taps must learn the mask from the module's own call, whatever RNG it
     draws from."""
     import timm.layers
     for layer in vit.layers:

@@ -149,5 +149,5 @@ def test_bad_inputs_get_clear_errors():
     vit.out_type = 'featmap'
     with pytest.raises(ValueError, match='out_type'):
         align_labels(vit, images, pw, targets)
-    with pytest.raises(NotImplementedError, match='no recorder'):
+    with pytest.raises(NotImplementedError, match='no family description'):
         align_labels(torch.nn.Conv2d(3, 3, 1), images, pw, targets)

@@ -5,7 +5,7 @@ Self-Attention (Lee et al. 2021).
 Neither backbone is a fork: each builds mmpretrain's model with
 ``super().__init__`` and then swaps modules in place, so the forward,
 checkpoint hooks and layer-wise lr decay are mmpretrain's, and TL-Align
-records them with the existing recorders.
+records them with the existing ViT and Swin descriptions.
 
 - ``use_spt``: the patch embedding (and, for Swin, every ``PatchMerging``
   between stages) becomes a :class:`ShiftedPatchTokenization`.

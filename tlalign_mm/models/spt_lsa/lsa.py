@@ -17,11 +17,11 @@ LSA sharpens attention two ways:
 ``scaled_dot_product_attention`` attribute, called with an ``attn_mask``
 that is ``-inf`` on the diagonal and ``scale=1.`` (the learned per-head
 scale is applied to the queries, since SDPA takes one float). TL-Align's
-ViT recorder records q and k from ``qkv`` and reads this module's ``scale``
+ViT description taps q and k from ``qkv`` and reads this module's ``scale``
 and ``diagonal_masking``, so the labels move with exactly this masked,
 scaled attention. :class:`LocalityWindowMSA` subclasses Swin's
 ``WindowMSA`` and computes its softmax through ``self.softmax`` once, whose
-output Swin's recorder records.
+output Swin's description taps.
 """
 from typing import Optional
 
