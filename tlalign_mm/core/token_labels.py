@@ -136,7 +136,10 @@ def readout(tokens: torch.Tensor,
     """``(B, N, K)`` -> ``(B, K)``: the mean of ``tokens[:, start:stop]``,
     what a head reads (the class token is ``(0, 1)``; a token mean
     ``(num_extra_tokens, None)``), for labels and features alike."""
-    return tokens[:, span[0]:span[1]].mean(1)
+    start, stop = span
+    if stop == start + 1:
+        return tokens[:, start]
+    return (tokens if span == (0, None) else tokens[:, start:stop]).mean(1)
 
 
 def window_labels(window, label_map: torch.Tensor,

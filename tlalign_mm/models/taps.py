@@ -110,8 +110,8 @@ def drop_path_keep(slot, arg, module, args, output):
     real call, any RNG; the first token's row decides. A drop-path called
     on both branches (BEiT) keeps its first call, the attention branch's."""
     if module.training and slot.keep is None:
-        first = output[:, :1] if output.dim() == 3 else output
-        slot.keep = first.flatten(1).any(1).view(-1, 1, 1)
+        slot.keep = output[:, :1].any(dim=(1, 2), keepdim=True) \
+            if output.dim() == 3 else output.flatten(1).any(1).view(-1, 1, 1)
 
 
 def token_step(slot, rule, module, args, kwargs):
