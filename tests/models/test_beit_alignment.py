@@ -59,15 +59,15 @@ def test_matches_dense_reference(name, S):
     box = (3, 21, 5, 30) if S == 2 else None
     images, pw, targets = random_mix(3, S, 32, 32, box=box)
     area_share = pw.mean((2, 3))
-    traced = aligned_forward(beit, images, pw, keep_history=True)
+    aligned = aligned_forward(beit, images, pw, keep_history=True)
     with torch.no_grad():
         ref, ref_history, ref_feat = dense_beit_labels(
             beit, images, pw, targets, area_share, patch=8)
     # The reference's forward is the model's: the bias and q_bias it adds
     # are the ones the model uses.
-    assert (traced.feats[-1] - ref_feat).abs().max() < 1e-4
-    assert (traced.expand(targets).double() - ref).abs().max() <= 1e-5
-    ours = history_in_classes(traced.history, targets)
+    assert (aligned.feats[-1] - ref_feat).abs().max() < 1e-4
+    assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
+    ours = history_in_classes(aligned.history, targets)
     assert len(ours) == len(ref_history) == ARCH['num_layers'] + 1
     for mine, theirs in zip(ours, ref_history):
         assert (mine - theirs).abs().max() <= 1e-5
@@ -75,7 +75,7 @@ def test_matches_dense_reference(name, S):
     area = torch.einsum('bs,bsc->bc', area_share.double(), targets.double())
     assert (ref - area).abs().max() > 1e-3
     torch.testing.assert_close(align_labels(beit, images, pw, targets),
-                               traced.expand(targets), atol=0, rtol=0)
+                               aligned.expand(targets), atol=0, rtol=0)
 
 
 def test_relative_bias_of_the_reference_is_the_models():
@@ -144,7 +144,7 @@ def test_drop_path_keep_is_the_attention_branchs(shared):
     calls, handles = drop_path_calls(beit)
     inputs, more = attention_inputs(beit)
     torch.manual_seed(3)
-    traced = aligned_forward(beit, images, pw, keep_history=True)
+    aligned = aligned_forward(beit, images, pw, keep_history=True)
     for h in handles + more:
         h.remove()
     differ = False
@@ -155,7 +155,7 @@ def test_drop_path_keep_is_the_attention_branchs(shared):
                         ).any())
         with torch.no_grad():
             A = explicit_attention(layer.attn, x, rel)
-        before, after = traced.history[i], traced.history[i + 1]
+        before, after = aligned.history[i], aligned.history[i + 1]
         expected = (before + A.mean(1) @ before) / 2
         torch.testing.assert_close(after[dropped], before[dropped], atol=0,
                                    rtol=0)

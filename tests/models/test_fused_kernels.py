@@ -117,7 +117,7 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     batch = model.data_preprocessor(data, training=True)
     with sdpa_kernel(FUSED), torch.autocast(device, dtype=torch.bfloat16):
         losses = model(**batch, mode='loss')
-        traced = aligned_forward(
+        aligned = aligned_forward(
             model.backbone, batch['inputs'],
             batch['mix'].pixel_weights,
             keep_history=True)
@@ -125,7 +125,7 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     assert torch.isfinite(losses['loss'])
     if device == 'cuda':  # 2 layers, the loss's forward and ours
         assert len(calls) >= 2
-    for labels in traced.history:
+    for labels in aligned.history:
         assert labels.dtype == torch.float32
         assert (labels >= 0).all()
         torch.testing.assert_close(
@@ -138,9 +138,9 @@ def test_swin_matches_dense_reference(device):
     swin = build_swin()
     images, pw, targets = random_mix(2, 3, 70, 70)
     ref, _, _ = dense_swin_labels(swin, images, pw, targets, patch=4)
-    traced = aligned_forward(copy.deepcopy(swin).to(device), images.to(device),
-                            pw.to(device))
-    labels = traced.expand(targets.to(device)).double().cpu()
+    aligned = aligned_forward(copy.deepcopy(swin).to(device),
+                              images.to(device), pw.to(device))
+    labels = aligned.expand(targets.to(device)).double().cpu()
     err = (labels - ref).abs().max().item()
     print(f'Swin: max |{device} - dense| = {err:.2e}')
     assert err <= 1e-5

@@ -55,12 +55,12 @@ def test_matches_dense_reference(case):
     pvt = build_pvt(**case)
     assert 'reduction' in {t.kind for t in describe(pvt).taps}
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = aligned_forward(pvt, images, pw, keep_history=True)
+    aligned = aligned_forward(pvt, images, pw, keep_history=True)
     ref, ref_history, ref_feat = dense_pvt_labels(pvt, images, pw, targets)
-    assert (traced.feats[-1].double() - ref_feat).abs().max() < 1e-4
-    assert (traced.expand(targets).double() - ref).abs().max() <= 1e-5
+    assert (aligned.feats[-1].double() - ref_feat).abs().max() < 1e-4
+    assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
     ours = [torch.einsum('bns,bsc->bnc', h.double(), targets.double())
-            for h in traced.history]
+            for h in aligned.history]
     assert len(ours) == len(ref_history) == 6
     for mine, theirs in zip(ours, ref_history):
         assert (mine - theirs).abs().max() <= 1e-5

@@ -367,16 +367,16 @@ def test_sl_vit_matches_dense_reference(case):
     vit = build_vit(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
     area_share = pw.mean((2, 3))
-    traced = aligned_forward(vit, images, pw, keep_history=True)
+    aligned = aligned_forward(vit, images, pw, keep_history=True)
     ref, ref_history, ref_tokens = dense_sl_vit_labels(
         vit, images, pw, source_space(2, S), area_share)
     # The reference's own forward is the model's.
     if vit.out_type == 'cls_token':
-        assert (traced.feats[-1].double() -
+        assert (aligned.feats[-1].double() -
                 ref_tokens[:, 0]).abs().max() < 1e-4
-    assert (traced.weights.double() - ref).abs().max() <= 1e-5
-    assert len(traced.history) == len(ref_history) == 4
-    for mine, theirs in zip(traced.history, ref_history):
+    assert (aligned.weights.double() - ref).abs().max() <= 1e-5
+    assert len(aligned.history) == len(ref_history) == 4
+    for mine, theirs in zip(aligned.history, ref_history):
         assert (mine.double() - theirs).abs().max() <= 1e-5
     # The alignment moved labels: the test can fail.
     assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-2
@@ -391,7 +391,7 @@ def test_lsa_masking_is_what_is_tested():
     labels, far beyond the tolerance."""
     vit = build_vit()
     images, pw, _ = random_mix(2, 2, 32, 32)
-    traced = aligned_forward(vit, images, pw, keep_history=True)
+    aligned = aligned_forward(vit, images, pw, keep_history=True)
     plain = build_vit()
     for layer in plain.layers:
         layer.attn.diagonal_masking = False
@@ -400,7 +400,7 @@ def test_lsa_masking_is_what_is_tested():
     _, other, _ = dense_sl_vit_labels(plain, images, pw, source_space(2, 2),
                                       pw.mean((2, 3)))
     assert max((a.double() - b).abs().max()
-               for a, b in zip(traced.history, other)) > 1e-2
+               for a, b in zip(aligned.history, other)) > 1e-2
 
 
 SWIN_CASES = [
@@ -424,13 +424,13 @@ def test_sl_swin_matches_dense_reference(case):
                             case.pop('size'), case.pop('box', None))
     swin = build_swin(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = aligned_forward(swin, images, pw, keep_history=True)
+    aligned = aligned_forward(swin, images, pw, keep_history=True)
     ref, ref_history, ref_feat = dense_sl_swin_labels(
         swin, images, pw, source_space(2, S))
-    assert (traced.feats[-1].double() - ref_feat).abs().max() < 1e-4
-    assert (traced.weights.double() - ref).abs().max() <= 1e-5
-    assert len(traced.history) == len(ref_history) == sum(swin.depths) + 1
-    for mine, theirs in zip(traced.history, ref_history):
+    assert (aligned.feats[-1].double() - ref_feat).abs().max() < 1e-4
+    assert (aligned.weights.double() - ref).abs().max() <= 1e-5
+    assert len(aligned.history) == len(ref_history) == sum(swin.depths) + 1
+    for mine, theirs in zip(aligned.history, ref_history):
         assert (mine.double() - theirs).abs().max() <= 1e-5
     assert (ref_history[1] - ref_history[0]).abs().max() > 1e-2
     torch.testing.assert_close(
@@ -446,8 +446,8 @@ def test_sl_swin_pooling_labels_are_the_shifted_windows():
         for block in stage.blocks:
             block.attn.w_msa.softmax = EyeSoftmax(dim=-1)
     images, pw, targets = random_mix(2, 2, 32, 32, box=(5, 21, 9, 27))
-    traced = aligned_forward(swin, images, pw, keep_history=True)
-    ours = history_in_classes(traced.history, targets)
+    aligned = aligned_forward(swin, images, pw, keep_history=True)
+    ours = history_in_classes(aligned.history, targets)
     initial = brute_force_spt_labels(pixel_labels(pw, targets), 2, 1)
     pooled = brute_force_spt_labels(
         initial.reshape(2, 16, 16, -1).permute(0, 3, 1, 2), 2, 1)

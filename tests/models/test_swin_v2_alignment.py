@@ -85,8 +85,8 @@ def test_matches_dense_reference(case):
     swin = build_swin_v2(**case)
     assert 'windows' in {t.kind for t in describe(swin).taps}
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = aligned_forward(swin, images, pw, residual_norm=residual_norm,
-                             keep_history=True)
+    aligned = aligned_forward(swin, images, pw, residual_norm=residual_norm,
+                              keep_history=True)
     ref, ref_history, ref_feat = dense_swin_v2_labels(
         swin, images, pw, targets, patch=4,
         pretrained_window_sizes=case.get('pretrained_window_sizes',
@@ -97,8 +97,8 @@ def test_matches_dense_reference(case):
     # model's attention.
     plain64 = copy.deepcopy(swin).double()(images.double())[-1]
     assert (plain64 - ref_feat).abs().max() < 1e-5
-    assert (traced.expand(targets).double() - ref).abs().max() <= 1e-5
-    ours = history_in_classes(traced.history, targets)
+    assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
+    ours = history_in_classes(aligned.history, targets)
     assert len(ours) == len(ref_history) == sum(swin.depths) + 1
     for mine, theirs in zip(ours, ref_history):
         assert (mine - theirs).abs().max() <= 1e-5
@@ -107,7 +107,7 @@ def test_matches_dense_reference(case):
     # tolerance, the class label beyond it).
     assert (ref_history[1] - ref_history[0]).abs().max() > 1e-2
     area = pw.mean((2, 3))
-    assert (traced.weights - area).abs().max() > 1e-3
+    assert (aligned.weights - area).abs().max() > 1e-3
     assert (ref - in_classes(area, targets)).abs().max() > 1e-4
 
 

@@ -229,7 +229,7 @@ def test_drop_path_follows_timms_own_draw(fused):
                      img_size=64, drop_path_rate=0.1)
     for block in backbone.timm_model.blocks:
         block.drop_path1.drop_prob = block.drop_path2.drop_prob = 0.5
-    plain = copy.deepcopy(backbone)  # never traced
+    plain = copy.deepcopy(backbone)  # never aligned
     model = backbone.timm_model
     backbone.train()
     plain.train()
@@ -242,24 +242,24 @@ def test_drop_path_follows_timms_own_draw(fused):
         handles.append(block.drop_path1.register_forward_hook(
             lambda m, args, out: keeps.append(out.flatten(1).any(1))))
     torch.manual_seed(5)
-    traced = aligned_forward(backbone, images, pw, keep_history=True)
+    aligned = aligned_forward(backbone, images, pw, keep_history=True)
     for handle in handles:
         handle.remove()
     torch.manual_seed(5)
     tokens = plain(images)[0]
-    # The traced forward drew timm's own masks: its tokens are the plain
+    # The aligned forward drew timm's own masks: its tokens are the plain
     # forward's (the fused path feeds wider heads: equal to rounding).
-    torch.testing.assert_close(traced.feats[0], tokens, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(aligned.feats[0], tokens, atol=1e-5, rtol=1e-5)
     keeps = torch.stack(keeps)
     assert not keeps.all() and keeps.any()  # both cases occur
     with torch.no_grad():
         Y = initial_labels(model, pw, targets, pw.mean((2, 3)), 16)
         ref = dense_timm_labels(model, inputs, Y, keeps)
-    for i, (ours, theirs) in enumerate(zip(traced.history, ref)):
+    for i, (ours, theirs) in enumerate(zip(aligned.history, ref)):
         assert (in_classes(ours, targets) - theirs).abs().max() <= 1e-5
         if i:  # dropped samples keep their labels in that block
             dropped = ~keeps[i - 1]
-            assert torch.equal(ours[dropped], traced.history[i - 1][dropped])
+            assert torch.equal(ours[dropped], aligned.history[i - 1][dropped])
 
 
 def test_eval_forward_is_the_plain_timm_model_bit_for_bit():

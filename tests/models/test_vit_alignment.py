@@ -102,11 +102,11 @@ def test_tokens_are_the_plain_forward():
     images, pw, _ = random_mix(2, 2, 32, 32)
     plain = vit(images)[0]
     vit.out_type = 'cls_token'
-    traced = aligned_forward(vit, images, pw)
+    aligned = aligned_forward(vit, images, pw)
     vit.out_type = 'raw'
-    # The traced call feeds the fused kernel wider (zero-padded) heads, so
+    # The aligned call feeds the fused kernel wider (zero-padded) heads, so
     # the tokens agree to rounding, not bit for bit; eval is bit-identical.
-    torch.testing.assert_close(traced.feats[0], plain[:, 0], atol=1e-5,
+    torch.testing.assert_close(aligned.feats[0], plain[:, 0], atol=1e-5,
                                rtol=1e-5)
 
 
@@ -118,16 +118,16 @@ def test_bf16_autocast_keeps_labels_fp32_accurate():
     vit.layers[0].attn.qkv.register_forward_hook(
         lambda m, i, o: dtypes.append(o.dtype))
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        traced = aligned_forward(vit, images, pw, keep_history=True)
+        aligned = aligned_forward(vit, images, pw, keep_history=True)
     assert dtypes == [torch.bfloat16]  # the attention ran in bf16
-    for labels in traced.history:
+    for labels in aligned.history:
         assert labels.dtype == torch.float32
         # bf16 label arithmetic would be off by ~1e-3.
         torch.testing.assert_close(labels.sum(-1),
                                    torch.ones(labels.shape[:2]),
                                    atol=1e-6, rtol=0)
     ref, _, _ = dense_vit_labels(vit, images, pw, targets, pw.mean((2, 3)), 8)
-    ours = torch.einsum('bs,bsc->bc', traced.weights.double(),
+    ours = torch.einsum('bs,bsc->bc', aligned.weights.double(),
                         targets.double())
     # The attention itself comes from bf16 q, k.
     assert (ours - ref).abs().max() < 3e-2
