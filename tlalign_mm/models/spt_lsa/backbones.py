@@ -258,11 +258,8 @@ class SLSwin(SwinTransformer):
         if out_indices is None:
             out_indices = (num_stages - 1, )
         super().__init__(
-            arch=arch,
-            img_size=img_size,
-            patch_size=patch_size,
-            in_channels=in_channels,
-            window_size=window_size,
+            arch=arch, img_size=img_size, patch_size=patch_size,
+            in_channels=in_channels, window_size=window_size,
             out_indices=out_indices,
             stage_cfgs=_with_ffn_ratio(stage_cfgs, mlp_ratio, num_stages),
             **kwargs)

@@ -82,19 +82,11 @@ class LocalitySelfAttention(MultiheadAttention):
                  learnable_temperature: bool = True,
                  init_cfg: Optional[dict] = None):
         super().__init__(
-            embed_dims,
-            num_heads,
-            input_dims=input_dims,
-            attn_drop=attn_drop,
-            proj_drop=proj_drop,
-            dropout_layer=dropout_layer,
-            qkv_bias=qkv_bias,
-            qk_scale=None,
-            proj_bias=proj_bias,
-            v_shortcut=v_shortcut,
-            use_layer_scale=use_layer_scale,
-            layer_scale_init_value=layer_scale_init_value,
-            init_cfg=init_cfg)
+            embed_dims, num_heads, input_dims=input_dims, attn_drop=attn_drop,
+            proj_drop=proj_drop, dropout_layer=dropout_layer,
+            qkv_bias=qkv_bias, qk_scale=None, proj_bias=proj_bias,
+            v_shortcut=v_shortcut, use_layer_scale=use_layer_scale,
+            layer_scale_init_value=layer_scale_init_value, init_cfg=init_cfg)
         # mmpretrain's SDPA (torch's fused one); the scale goes in explicitly.
         self.scaled_dot_product_attention = scaled_dot_product_attention
         self.diagonal_masking = diagonal_masking
@@ -182,13 +174,8 @@ class LocalityWindowMSA(WindowMSA):
                  learnable_temperature=True,
                  init_cfg=None):
         super().__init__(
-            embed_dims,
-            window_size,
-            num_heads,
-            qkv_bias=qkv_bias,
-            qk_scale=qk_scale,
-            attn_drop=attn_drop,
-            proj_drop=proj_drop,
+            embed_dims, window_size, num_heads, qkv_bias=qkv_bias,
+            qk_scale=qk_scale, attn_drop=attn_drop, proj_drop=proj_drop,
             init_cfg=init_cfg)
         self.diagonal_masking = diagonal_masking
         self.learnable_temperature = learnable_temperature
