@@ -7,7 +7,7 @@ from mmpretrain.registry import MODELS
 from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_pvt import dense_pvt_labels
-from .mixes import random_mix
+from .mixes import assert_history_close, random_mix
 
 # Head dims 8; 64x64 input: 16, 8, 4, 2 tokens a side (v2).
 ARCH = dict(embed_dims=8, num_layers=[2, 1, 1, 1], num_heads=[1, 2, 2, 4],
@@ -59,11 +59,7 @@ def test_matches_dense_reference(case):
     ref, ref_history, ref_feat = dense_pvt_labels(pvt, images, pw, targets)
     assert (aligned.feats[-1].double() - ref_feat).abs().max() < 1e-4
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
-    ours = [torch.einsum('bns,bsc->bnc', h.double(), targets.double())
-            for h in aligned.history]
-    assert len(ours) == len(ref_history) == 6
-    for mine, theirs in zip(ours, ref_history):
-        assert (mine - theirs).abs().max() <= 1e-5
+    assert_history_close(aligned.history, ref_history, 6, targets)
     assert (ref_history[1] - ref_history[0]).abs().max() > 1e-2
 
 

@@ -10,7 +10,11 @@ from mmpretrain.registry import MODELS
 from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_swin_v2 import dense_swin_v2_labels
-from .mixes import history_in_classes, in_classes, random_mix
+from .mixes import (
+    assert_history_close,
+    in_classes,
+    random_mix,
+)
 from .test_swin_alignment import (
     check_drop_path_keeps_labels,
     check_tiny_geometry,
@@ -98,10 +102,8 @@ def test_matches_dense_reference(case):
     plain64 = copy.deepcopy(swin).double()(images.double())[-1]
     assert (plain64 - ref_feat).abs().max() < 1e-5
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
-    ours = history_in_classes(aligned.history, targets)
-    assert len(ours) == len(ref_history) == sum(swin.depths) + 1
-    for mine, theirs in zip(ours, ref_history):
-        assert (mine - theirs).abs().max() <= 1e-5
+    assert_history_close(aligned.history, ref_history,
+                         sum(swin.depths) + 1, targets)
     # The alignment moved the labels (in the first block, and the target
     # away from CutMix's area target: source shares by 100 times the
     # tolerance, the class label beyond it).

@@ -21,7 +21,7 @@ from .dense_reference_timm import (
     dense_timm_labels,
     initial_labels,
 )
-from .mixes import in_classes, random_mix
+from .mixes import assert_history_close, in_classes, random_mix
 
 
 def sharpen(model, factor=4.0, seed=0):
@@ -112,9 +112,8 @@ def check_against_reference(backbone, images, pw, targets, patch,
         ref_history = dense_timm_labels(model, inputs, Y)
     ref = dense_readout(model, ref_history[-1])
     assert (labels.double() - ref).abs().max() <= 1e-5
-    assert len(history) == len(ref_history) == len(model.blocks) + 1
-    for ours, theirs in zip(history, ref_history):
-        assert (in_classes(ours, targets) - theirs).abs().max() <= 1e-5
+    assert_history_close(history, ref_history, len(model.blocks) + 1,
+                         targets)
     if moved:  # the alignment moved labels and the readout: it can fail
         assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-2
         start = dense_readout(model, ref_history[0])
@@ -268,7 +267,6 @@ def test_eval_forward_is_the_plain_timm_model_bit_for_bit():
         torch.manual_seed(0)
         built = MODELS.build(dict(type='PooledTIMMBackbone',
                                   global_pool=pool, **kwargs))
-        describe(built)
         built.eval()
         assert type(built).__name__ == 'TIMMBackbone'
         timm_kwargs = dict(kwargs)
