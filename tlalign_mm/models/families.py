@@ -218,10 +218,8 @@ def describe_pvt(backbone: nn.Module) -> Description:
 
 _TIMM = 'timm.models.vision_transformer.'
 _TIMM_BACKBONE = 'mmpretrain.models.backbones.timm_backbone.TIMMBackbone'
-TIMM_SUPPORTED = (
-    "timm's VisionTransformer family (vit_*, deit_*, deit3_*, distilled "
-    "DeiT, register tokens; Block/ResPostBlock with timm's Attention; "
-    "global_pool 'token' or 'avg')")
+TIMM_SUPPORTED = ("timm's VisionTransformer family (ViT, DeiT, DeiT3, "
+                  "registers; Block/ResPostBlock with timm's Attention)")
 
 
 def timm_readout(model: nn.Module) -> Tuple[int, Optional[int]]:
@@ -229,25 +227,22 @@ def timm_readout(model: nn.Module) -> Tuple[int, Optional[int]]:
     the mean after the prefix (``'avg'``; all with ``pool_include_prefix``),
     the class and distillation tokens' mean (distilled DeiT, whose
     ``distilled_training`` returns two logits: refused)."""
-    name, pool = type(model).__name__, model.global_pool
+    pool = model.global_pool
     if getattr(model, 'distilled_training', False):
-        raise NotImplementedError(
-            f'timm {name} has distilled_training=True (two logits in '
-            'training, TL-Align aligns one feature): leave it off.')
+        raise NotImplementedError('timm: leave distilled_training off (two '
+                                  'logits; TL-Align aligns one feature).')
     if is_a(model, 'timm.models.deit.VisionTransformerDistilled'):
         return (0, 2)
-    if pool == '':
-        raise ValueError(f"timm {name} has global_pool='' (mmpretrain's "
-                         "TIMMBackbone sets it): build type='PooledTIMM"
-                         "Backbone', global_pool='token' or 'avg'.")
+    if pool == '':  # mmpretrain's TIMMBackbone sets it
+        raise ValueError("timm global_pool='' gives every token: build "
+                         "type='PooledTIMMBackbone', global_pool='token'.")
     if pool not in ('token', 'avg') or getattr(model, 'attn_pool', None):
         raise NotImplementedError(
-            f"timm {name} pools with global_pool={pool!r}; TL-Align aligns "
-            "'token' and 'avg' ('max' is not linear in the tokens, 'map'/"
-            "'prr' pool with attention of their own).")
-    include = pool == 'avg' and getattr(model, 'pool_include_prefix', False)
-    return (0, 1) if pool == 'token' else (
-        0 if include else model.num_prefix_tokens, None)
+            f"timm global_pool={pool!r}: TL-Align aligns 'token' and 'avg' "
+            "('max' is not linear, 'map'/'prr' pool with attention).")
+    prefix = 0 if getattr(model, 'pool_include_prefix', False) else \
+        model.num_prefix_tokens
+    return (0, 1) if pool == 'token' else (prefix, None)
 
 
 def describe_timm(backbone: nn.Module) -> Description:
@@ -257,17 +252,14 @@ def describe_timm(backbone: nn.Module) -> Description:
     ``scale`` (``nn.Identity`` without qk-norm); ``drop_path1`` is the
     attention branch's. Prefix tokens (class, distillation, registers)
     start at ``area_share``: registers hold no pixel (our choice)."""
-    model = backbone.timm_model if is_a(backbone, _TIMM_BACKBONE) else \
-        backbone
-    name = type(model).__name__
+    model = getattr(backbone, 'timm_model', backbone)  # TIMMBackbone's
     if not is_a(model, _TIMM + 'VisionTransformer'):
         raise NotImplementedError(
-            f'TL-Align does not record timm {name}. Supported from timm: '
+            f'TL-Align does not record timm {type(model).__name__}: only '
             f"{TIMM_SUPPORTED}. For Swin: mmpretrain's SwinTransformer.")
     if not isinstance(model.patch_drop, nn.Identity):
-        raise NotImplementedError(
-            f'timm {name} has patch_drop_rate > 0: TL-Align does not follow '
-            "PatchDropout's random subset of tokens; set it to 0.")
+        raise NotImplementedError('timm patch_drop_rate > 0: TL-Align does '
+                                  'not follow PatchDropout; set it to 0.')
     taps = []
     for i, block in enumerate(model.blocks):
         attn = getattr(block, 'attn', None)
