@@ -20,7 +20,7 @@ Usage (from the repository root)::
     # readable diff of one config against its resolution at a git revision
     # (default HEAD: the configs/ folder of that commit, resolved here)
     PYTHONPATH=$PWD python -m tests.config_snapshot --diff \\
-        configs/tlalign/deit-small_4xb256_in1k_tlalign.py [--ref HEAD~1]
+        configs/tlalign/deit-small_4xb256-tlalign_in1k.py [--ref HEAD~1]
 """
 import argparse
 import contextlib

@@ -11,7 +11,7 @@ from tlalign_mm.models.recorders import BEiTRecorder, get_recorder
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 NAME = 'beit-base-p16_8xb128-coslr-100e_in1k'
-OURS = osp.join(ROOT, 'configs', 'tlalign', f'{NAME}_cutmix.py')
+OURS = osp.join(ROOT, 'configs', 'tlalign', 'beit-base-p16_8xb128-coslr-100e-cutmix_in1k.py')
 ORIGINAL = osp.join(get_installed_path('mmpretrain'), '.mim', 'configs',
                     'beit', 'benchmarks', f'{NAME}.py')
 CKPT = ('checkpoints/beit_vit-base-p16_8xb256-amp-coslr-300e_in1k_'
@@ -43,7 +43,7 @@ def test_cutmix_twin_is_mmpretrains_recipe_with_the_checkpoint():
 
 
 def test_tlalign_twin_builds_and_records_a_tiny_beit():
-    cfg = Config.fromfile(OURS.replace('_cutmix.py', '_tlalign.py')).model
+    cfg = Config.fromfile(OURS.replace('-cutmix_', '-tlalign_')).model
     cfg.backbone.update(arch=dict(embed_dims=32, num_layers=2, num_heads=2,
                                   feedforward_channels=64), img_size=32)
     cfg.head.in_channels = 32

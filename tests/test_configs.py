@@ -110,9 +110,9 @@ def test_the_resizemix_twin_only_swaps_cutmix_for_resizemix():
     """The ResizeMix recipe is the DeiT-S CutMix twin with its CutMix 1.0
     swapped for ResizeMix at mmpretrain's defaults (resizemix.py:55-61)."""
     ours = Config.fromfile(osp.join(
-        ROOT, 'configs/tlalign/deit-small_4xb256_in1k_resizemix.py')).to_dict()
+        ROOT, 'configs/tlalign/deit-small_4xb256-resizemix_in1k.py')).to_dict()
     twin = Config.fromfile(osp.join(
-        ROOT, 'configs/tlalign/deit-small_4xb256_in1k_cutmix.py')).to_dict()
+        ROOT, 'configs/tlalign/deit-small_4xb256-cutmix_in1k.py')).to_dict()
     augments = ours['model']['train_cfg'].pop('augments')
     twin_augments = twin['model']['train_cfg'].pop('augments')
     assert twin_augments == [dict(type='Mixup', alpha=0.8),

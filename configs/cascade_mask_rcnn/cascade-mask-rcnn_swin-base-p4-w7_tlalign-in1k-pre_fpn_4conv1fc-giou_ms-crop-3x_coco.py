@@ -2,7 +2,7 @@
 #   cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py
 # (same recipe, drop-path 0.3). TLALIGN_CKPT defaults to the paper's
 # Swin-B: the 40-epoch TL-Align fine-tune of the official Swin-B,
-#   tools/train.py configs/tlalign/swin-base_16xb64_in1k-ft40e_tlalign.py
+#   tools/train.py configs/tlalign/swin-base_16xb64-ft40e-tlalign_in1k.py
 # (the CutMix twin starts from the official Swin-B itself, SWIN_B_CKPT).
 _base_ = [
     './cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py'  # noqa: E501
@@ -13,9 +13,9 @@ model = dict(
         arch='base',
         drop_path_rate=0.3,
         init_cfg=dict(
-            checkpoint='{{$TLALIGN_CKPT:work_dirs/swin-base_16xb64_in1k-ft40e_tlalign/epoch_40.pth}}',  # noqa: E501
+            checkpoint='{{$TLALIGN_CKPT:work_dirs/swin-base_16xb64-ft40e-tlalign_in1k/epoch_40.pth}}',  # noqa: E501
             hint='Set TLALIGN_CKPT, or make the file with the 40-epoch '
             'TL-Align fine-tune of the official Swin-B: SWIN_B_CKPT=<the '
             'official Swin-B, see the config> tools/dist_train.sh '
-            'configs/tlalign/swin-base_16xb64_in1k-ft40e_tlalign.py 16')),
+            'configs/tlalign/swin-base_16xb64-ft40e-tlalign_in1k.py 16')),
     neck=dict(in_channels=[128, 256, 512, 1024]))

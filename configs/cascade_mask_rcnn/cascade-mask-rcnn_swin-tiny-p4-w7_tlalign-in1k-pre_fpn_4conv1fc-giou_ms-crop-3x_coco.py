@@ -20,7 +20,7 @@
 # pretraining; only norm0-2, new by design, may be missing).
 # Checkpoint: TLALIGN_CKPT (a Runner checkpoint or its
 # tools/export_backbone.py export), by default the last checkpoint of
-#   tools/train.py configs/tlalign/swin-tiny_16xb64_in1k_tlalign.py
+#   tools/train.py configs/tlalign/swin-tiny_16xb64-tlalign_in1k.py
 _base_ = [
     'mmdet::convnext/cascade-mask-rcnn_convnext-t-p4-w7_fpn_4conv1fc-giou_amp-ms-crop-3x_coco.py',  # noqa: E501
     '../_base_/models/swin_strict-pretrained.py',
@@ -29,7 +29,7 @@ custom_imports = dict(
     imports=['mmpretrain.models', 'tlalign_mm', 'tlalign_mm.downstream'],
     allow_failed_imports=False)
 
-checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/swin-tiny_16xb64_in1k_tlalign/epoch_300.pth}}'  # noqa: E501
+checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/swin-tiny_16xb64-tlalign_in1k/epoch_300.pth}}'  # noqa: E501
 model = dict(
     backbone=dict(**_base_.pop('swin_strict_pretrained'), drop_path_rate=0.2),
     neck=dict(in_channels=[96, 192, 384, 768]))

@@ -1,6 +1,6 @@
 # The demo's CutMix baseline: a tiny ViT (patch 4 at 16 px, 16 tokens) trained
 # from scratch on scikit-learn's digits with CutMix. Its TL-Align twin is
-# vit-tiny-p4_digits_tlalign.py; only the training target differs.
+# vit-tiny-p4_1xb64-tlalign_digits.py; only the training target differs.
 _base_ = [
     '../_base_/datasets/digits_bs64.py',
     'mmpretrain::_base_/default_runtime.py',

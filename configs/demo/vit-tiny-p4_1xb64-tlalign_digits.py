@@ -1,6 +1,6 @@
-# TL-Align twin of vit-tiny-p4_digits_cutmix.py: the same model, recipe and
+# TL-Align twin of vit-tiny-p4_1xb64-cutmix_digits.py: the same model, recipe and
 # CutMix sampling; the target is the aligned class-token label.
-_base_ = ['./vit-tiny-p4_digits_cutmix.py']
+_base_ = ['./vit-tiny-p4_1xb64-cutmix_digits.py']
 
 model = dict(
     type='TLAlignClassifier',

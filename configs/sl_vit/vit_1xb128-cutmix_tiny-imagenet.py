@@ -1,6 +1,6 @@
 # ViT (mmpretrain VisionTransformer) from scratch on Tiny-ImageNet, with the
 # recipe of "Vision Transformer for Small-Size Datasets" and Mixup/CutMix
-# targets. Its TL-Align twin is vit_1xb128_tiny-imagenet_tlalign.py;
+# targets. Its TL-Align twin is vit_1xb128-tlalign_tiny-imagenet.py;
 # only the training target differs.
 _base_ = [
     '../_base_/datasets/tiny-imagenet_bs128_sl.py',

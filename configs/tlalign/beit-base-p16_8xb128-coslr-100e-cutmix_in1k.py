@@ -7,7 +7,7 @@
 # (init_cfg.checkpoint=''); here it is BEIT_PRE_CKPT, by default mmpretrain's
 # self-supervised BEiT-B (beit_beit-base-p16_8xb256-amp-coslr-300e_in1k):
 #   wget -P checkpoints https://download.openmmlab.com/mmselfsup/1.x/beit/beit_vit-base-p16_8xb256-amp-coslr-300e_in1k/beit_vit-base-p16_8xb256-amp-coslr-300e_in1k_20221128-ab79e626.pth
-# Compare with beit-base-p16_8xb128-coslr-100e_in1k_tlalign.py, which differs
+# Compare with beit-base-p16_8xb128-coslr-100e-tlalign_in1k.py, which differs
 # only in the target.
 _base_ = [
     'mmpretrain::beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py',

@@ -1,6 +1,6 @@
 # The CutMix twin: mmpretrain's DeiT-Base recipe unchanged (300 epochs,
 # AdamW, Mixup 0.8 / CutMix 1.0 switched per batch, label smoothing 0.1).
-# Compare with deit-base_16xb64_in1k_tlalign.py, which differs only in the target.
+# Compare with deit-base_16xb64-tlalign_in1k.py, which differs only in the target.
 _base_ = ['mmpretrain::deit/deit-base_16xb64_in1k.py']
 custom_imports = dict(imports=['tlalign_mm'], allow_failed_imports=False)
 # ../_base_/resumable_runtime.py (last.pth every 500 iterations), listed

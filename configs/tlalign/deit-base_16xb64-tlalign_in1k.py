@@ -1,7 +1,7 @@
 # TL-Align on mmpretrain's DeiT-Base recipe. Everything but the training
 # target is the CutMix twin's: the recording augmentations draw exactly what
 # mmpretrain's Mixup/CutMix draw, and alignment leaves Mixup labels unchanged.
-_base_ = ['./deit-base_16xb64_in1k_cutmix.py']
+_base_ = ['./deit-base_16xb64-cutmix_in1k.py']
 
 model = dict(
     type='TLAlignClassifier',

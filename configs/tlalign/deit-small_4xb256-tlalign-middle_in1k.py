@@ -1,3 +1,3 @@
 # Table 8 ablation: a middle subset of the 12 blocks aligns labels.
-_base_ = ['./deit-small_4xb256_in1k_tlalign.py']
+_base_ = ['./deit-small_4xb256-tlalign_in1k.py']
 model = dict(align_cfg=dict(align_layers=[4, 5, 6, 7]))

@@ -1,7 +1,7 @@
 # TL-Align on mmpretrain's DeiT-Small recipe. Everything but the training
 # target is the CutMix twin's: the recording augmentations draw exactly what
 # mmpretrain's Mixup/CutMix draw, and alignment leaves Mixup labels unchanged.
-_base_ = ['./deit-small_4xb256_in1k_cutmix.py']
+_base_ = ['./deit-small_4xb256-cutmix_in1k.py']
 
 model = dict(
     type='TLAlignClassifier',

@@ -9,7 +9,7 @@
 # optimiser's lr would be 2e-5 (docs/recipes.md). With --auto-scale-lr,
 # mmengine scales 1e-5 from base_batch_size 1024. The rest is Swin-B's
 # recipe as the paper-recipe Swin configs use it
-# (swin-tiny_16xb64_in1k_tlalign-paper.py: mmpretrain's port of
+# (swin-tiny_16xb64-paper-tlalign_in1k.py: mmpretrain's port of
 # microsoft/Swin-Transformer's, Mixup 0.8 / CutMix 1.0, AMP,
 # follow_drop_path=False; drop-path 0.5 as Swin-B's recipe: how the paper's
 # Swin code treats drop-path in a fine-tune is not public).
@@ -20,10 +20,10 @@
 #   wget -P checkpoints https://download.openmmlab.com/mmclassification/v0/swin-transformer/convert/swin_base_patch4_window7_224-4670dd19.pth
 #   SWIN_B_CKPT=checkpoints/swin_base_patch4_window7_224-4670dd19.pth \
 #       tools/dist_train.sh <this config> 16
-# Its output, work_dirs/swin-base_16xb64_in1k-ft40e_tlalign/epoch_40.pth, is
+# Its output, work_dirs/swin-base_16xb64-ft40e-tlalign_in1k/epoch_40.pth, is
 # the default TL-Align Swin-B of the downstream configs; their CutMix twins
 # take the official checkpoint itself (SWIN_B_CKPT).
-_base_ = ['./swin-base_16xb64_in1k_tlalign.py']
+_base_ = ['./swin-base_16xb64-tlalign_in1k.py']
 
 load_from = '{{$SWIN_B_CKPT:checkpoints/swin_base_patch4_window7_224-4670dd19.pth}}'  # noqa: E501
 

@@ -2,7 +2,7 @@
 # padding and patch merging; the target is the mean label over the last
 # stage's tokens (what GlobalAveragePooling feeds the head). Everything else
 # is the CutMix twin's.
-_base_ = ['./swin-small_16xb64_in1k_cutmix.py']
+_base_ = ['./swin-small_16xb64-cutmix_in1k.py']
 
 model = dict(
     type='TLAlignClassifier',

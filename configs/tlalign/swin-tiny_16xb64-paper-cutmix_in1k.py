@@ -20,9 +20,9 @@
 # AmpOptimWrapper; the cosine converted to iterations (mmpretrain's steps
 # it per epoch); drop_last. Remaining: Swin's loop calls step_update(t)
 # after iteration t, so it trains iteration t >= 1 at f(t - 1); ours at
-# f(t) (docs/recipes.md). Compare with swin-tiny_16xb64_in1k_cutmix.py (ours: the
+# f(t) (docs/recipes.md). Compare with swin-tiny_16xb64-cutmix_in1k.py (ours: the
 # same in fp32).
-_base_ = ['./swin-tiny_16xb64_in1k_cutmix.py']
+_base_ = ['./swin-tiny_16xb64-cutmix_in1k.py']
 
 optim_wrapper = dict(type='AmpOptimWrapper', loss_scale='dynamic')
 param_scheduler = [

@@ -3,7 +3,7 @@
 # patch merging before each stage; the target is the mean label over the
 # last stage's tokens (what GlobalAveragePooling feeds the head).
 # Everything else is the CutMix twin's.
-_base_ = ['./swinv2-tiny-w8_16xb64_in1k-256px_cutmix.py']
+_base_ = ['./swinv2-tiny-w8_16xb64-cutmix_in1k-256px.py']
 
 model = dict(
     type='TLAlignClassifier',

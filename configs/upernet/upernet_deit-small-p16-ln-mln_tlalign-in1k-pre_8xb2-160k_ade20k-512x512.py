@@ -13,7 +13,7 @@
 # backbone's own load hook.
 # Checkpoint: TLALIGN_CKPT (a Runner checkpoint or its
 # tools/export_backbone.py export), by default the last checkpoint of
-#   tools/train.py configs/tlalign/deit-small_4xb256_in1k_tlalign.py
+#   tools/train.py configs/tlalign/deit-small_4xb256-tlalign_in1k.py
 # CutMix twin:
 #   upernet_deit-small-p16-ln-mln_cutmix-in1k-pre_8xb2-160k_ade20k-512x512.py
 _base_ = [
@@ -24,7 +24,7 @@ custom_imports = dict(
     imports=['mmpretrain.models', 'tlalign_mm', 'tlalign_mm.downstream'],
     allow_failed_imports=False)
 
-checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/deit-small_4xb256_in1k_tlalign/epoch_300.pth}}'  # noqa: E501
+checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/deit-small_4xb256-tlalign_in1k/epoch_300.pth}}'  # noqa: E501
 model = dict(
     pretrained=None,
     backbone=dict(

@@ -11,7 +11,7 @@
 # pretraining; only norm0-2, new by design, may be missing).
 # Checkpoint: TLALIGN_CKPT (a Runner checkpoint or its
 # tools/export_backbone.py export), by default the last checkpoint of
-#   tools/train.py configs/tlalign/swin-tiny_16xb64_in1k_tlalign.py
+#   tools/train.py configs/tlalign/swin-tiny_16xb64-tlalign_in1k.py
 _base_ = [
     'mmseg::swin/swin-tiny-patch4-window7-in1k-pre_upernet_8xb2-160k_ade20k-512x512.py',  # noqa: E501
     '../_base_/models/swin_strict-pretrained.py',
@@ -20,7 +20,7 @@ custom_imports = dict(
     imports=['mmpretrain.models', 'tlalign_mm', 'tlalign_mm.downstream'],
     allow_failed_imports=False)
 
-checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/swin-tiny_16xb64_in1k_tlalign/epoch_300.pth}}'  # noqa: E501
+checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/swin-tiny_16xb64-tlalign_in1k/epoch_300.pth}}'  # noqa: E501
 model = dict(
     backbone=dict(**_base_.pop('swin_strict_pretrained'), drop_path_rate=0.3),
     decode_head=dict(in_channels=[96, 192, 384, 768], num_classes=150),

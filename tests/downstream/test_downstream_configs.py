@@ -28,8 +28,9 @@ CONFIGS = sorted(
     p for family in FAMILIES
     for p in glob.glob(osp.join(ROOT, 'configs', family, '*.py')))
 TLALIGN = [p for p in CONFIGS if '_tlalign-in1k-pre' in p]
-CKPT = re.compile(r'^work_dirs/(?P<pre>.+)_(?P<kind>tlalign|cutmix)/'
-                  r'epoch_(300|40)\.pth$')
+# work_dirs/<the configs/tlalign/ run that made it>/epoch_<last>.pth
+CKPT = re.compile(r'^work_dirs/(?P<pre>[^_/]+_[^_/]+-(?P<kind>tlalign|cutmix)'
+                  r'_in1k)/epoch_(300|40)\.pth$')
 # The B models follow the paper's protocol: TL-Align is the 40-epoch
 # fine-tune of the official checkpoint, which is the CutMix twin's.
 B_MODEL = re.compile(r'(deit|swin)-base')
@@ -39,7 +40,7 @@ def official_checkpoint(pre: str) -> str:
     """The official checkpoint the -ft40e fine-tune of ``pre`` starts from
     (its ``load_from``)."""
     return _parsed(osp.join(ROOT, 'configs', 'tlalign',
-                            f'{pre}_tlalign.py')).load_from
+                            f'{pre}.py')).load_from
 
 
 def rel(path):
@@ -87,9 +88,8 @@ def test_strict_loader_from_a_pretraining_run(path):
     assert match, init.checkpoint
     assert match['kind'] == kind
     if b_model:
-        assert match['pre'].endswith('-ft40e'), match['pre']
-    pretrain = osp.join(ROOT, 'configs', 'tlalign',
-                        f"{match['pre']}_{kind}.py")
+        assert '-ft40e-' in match['pre'], match['pre']
+    pretrain = osp.join(ROOT, 'configs', 'tlalign', f"{match['pre']}.py")
     assert osp.isfile(pretrain), pretrain
     arch = cfg.model.backbone.arch
     assert match['pre'].split('_')[0].endswith(arch), (arch, match['pre'])
@@ -101,7 +101,7 @@ def test_twin_differs_only_in_the_checkpoint(path):
     twin = parsed(path.replace('_tlalign-in1k-pre', '_cutmix-in1k-pre'))
     if not B_MODEL.search(osp.basename(path)):
         assert ours.model.backbone.init_cfg.checkpoint.replace(
-            '_tlalign/', '_cutmix/') == \
+            '-tlalign_', '-cutmix_') == \
             twin.model.backbone.init_cfg.checkpoint
     for cfg in (ours, twin):  # the B models' say how to get the file
         cfg.model.backbone.init_cfg.checkpoint = None
@@ -144,7 +144,7 @@ def test_real_size_pretrained_backbone_loads_strictly(path):
     init = cfg.model.backbone.init_cfg
     pre = CKPT.match(init.checkpoint)['pre']
     state_dict = pretrained_backbone(
-        osp.join(ROOT, 'configs', 'tlalign', f'{pre}_tlalign.py'))
+        osp.join(ROOT, 'configs', 'tlalign', f'{pre}.py'))
     init_default_scope(cfg.default_scope)
     backbone_cfg = cfg.model.backbone.copy()
     backbone_cfg.pop('init_cfg')

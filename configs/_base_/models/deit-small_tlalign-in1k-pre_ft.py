@@ -7,14 +7,14 @@
 # The backbone loads strictly (every key, or an error:
 # deit_strict-pretrained.py) from TLALIGN_CKPT,
 # by default the last checkpoint of
-#   tools/train.py configs/tlalign/deit-small_4xb256_in1k_tlalign.py
+#   tools/train.py configs/tlalign/deit-small_4xb256-tlalign_in1k.py
 # (a Runner checkpoint, or its tools/export_backbone.py export).
 _base_ = ['./deit_strict-pretrained.py']
 custom_imports = dict(
     imports=['tlalign_mm', 'tlalign_mm.downstream'],
     allow_failed_imports=False)
 
-checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/deit-small_4xb256_in1k_tlalign/epoch_300.pth}}'  # noqa: E501
+checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/deit-small_4xb256-tlalign_in1k/epoch_300.pth}}'  # noqa: E501
 model = dict(
     type='ImageClassifier',
     backbone=dict(

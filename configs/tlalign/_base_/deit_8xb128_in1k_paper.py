@@ -1,6 +1,6 @@
 # The TL-Align paper's DeiT ImageNet recipe for every DeiT size, with the
 # plain area target of the token-CutMix box (target='cutmix'; the
-# *_tlalign-paper.py twins switch the target to 'tlalign'). The arch and the
+# *-paper-tlalign_in1k.py twins switch the target to 'tlalign'). The arch and the
 # head's width are each config's (deit-{tiny,small,base}_8xb128_in1k_
 # cutmix-paper.py); mmpretrain's deit/deit-small_4xb256_in1k.py is taken
 # for its ImageNet data pipeline, AdamW no-decay groups and runtime only,
