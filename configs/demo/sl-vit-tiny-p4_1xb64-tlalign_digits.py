@@ -3,7 +3,4 @@
 # SPT's initial labels and LSA's masked attention.
 _base_ = ['./sl-vit-tiny-p4_1xb64-cutmix_digits.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[dict(type='TLCutMix', alpha=1.0)]),
-)
+model = dict(type='TLAlignClassifier')

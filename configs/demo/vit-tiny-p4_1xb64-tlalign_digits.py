@@ -2,7 +2,4 @@
 # CutMix sampling; the target is the aligned class-token label.
 _base_ = ['./vit-tiny-p4_1xb64-cutmix_digits.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[dict(type='TLCutMix', alpha=1.0)]),
-)
+model = dict(type='TLAlignClassifier')

@@ -3,10 +3,4 @@
 # mmpretrain's draw); the target is the aligned label of what the head reads.
 _base_ = ['./sl-vit_1xb128-cutmix_cifar100.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=1.0),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier')

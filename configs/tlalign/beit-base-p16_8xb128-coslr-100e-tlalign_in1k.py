@@ -4,10 +4,4 @@
 # Everything else is the CutMix twin's.
 _base_ = ['./beit-base-p16_8xb128-coslr-100e-cutmix_in1k.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier')

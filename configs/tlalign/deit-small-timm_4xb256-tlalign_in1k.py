@@ -4,10 +4,4 @@
 #   tools/export_backbone.py CKPT OUT --format timm
 _base_ = ['./deit-small-timm_4xb256-cutmix_in1k.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier')

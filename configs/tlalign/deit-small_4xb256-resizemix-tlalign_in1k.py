@@ -4,10 +4,4 @@
 # partner's pixels; alignment leaves Mixup labels unchanged.
 _base_ = ['./deit-small_4xb256-resizemix_in1k.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLResizeMix', alpha=1.0, lam_min=0.1, lam_max=0.8),
-    ]),
-)
+model = dict(type='TLAlignClassifier')

@@ -1,12 +1,7 @@
 # TL-Align on mmpretrain's DeiT-Tiny recipe. Everything but the training
-# target is the CutMix twin's: the recording augmentations draw exactly what
-# mmpretrain's Mixup/CutMix draw, and alignment leaves Mixup labels unchanged.
+# target is the CutMix twin's: TLAlignClassifier mixes with the recording
+# variants of its Mixup/CutMix (TLMixup/TLCutMix), which draw exactly what
+# they draw, and alignment leaves Mixup labels unchanged.
 _base_ = ['./deit-tiny_4xb256-cutmix_in1k.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier')

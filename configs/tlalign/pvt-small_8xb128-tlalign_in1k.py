@@ -3,10 +3,4 @@
 # patch embeddings; the target is the mean label over the last stage's tokens.
 _base_ = ['./pvt-small_8xb128-cutmix_in1k.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier')

@@ -7,11 +7,4 @@
 # baseline 83.0).
 _base_ = ['./swin-small_16xb64-paper-cutmix_in1k.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    align_cfg=dict(follow_drop_path=False),
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier', align_cfg=dict(follow_drop_path=False))

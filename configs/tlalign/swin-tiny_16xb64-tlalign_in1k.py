@@ -4,10 +4,4 @@
 # is the CutMix twin's.
 _base_ = ['./swin-tiny_16xb64-cutmix_in1k.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier')

@@ -5,10 +5,4 @@
 # Everything else is the CutMix twin's.
 _base_ = ['./swinv2-tiny-w8_16xb64-cutmix_in1k-256px.py']
 
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[
-        dict(type='TLMixup', alpha=0.8),
-        dict(type='TLCutMix', alpha=1.0),
-    ]),
-)
+model = dict(type='TLAlignClassifier')
