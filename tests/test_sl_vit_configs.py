@@ -67,21 +67,6 @@ def test_sl_mixing_draws_follow_the_official_probabilities(model):
     assert unmixed / n == pytest.approx(0.5, abs=tol)
 
 
-@pytest.mark.parametrize('model', SL)
-def test_sl_tlalign_twins_differ_only_in_the_target(model):
-    ours = load(f'sl_vit/{model}_1xb128-tlalign_cifar10.py').to_dict()
-    twin = load(f'sl_vit/{model}_1xb128-cutmix_cifar10.py').to_dict()
-    ours_model, twin_model = ours.pop('model'), twin.pop('model')
-    assert ours == twin
-    assert ours_model.pop('type') == 'TLAlignClassifier'
-    assert twin_model.pop('type') == 'ImageClassifier'
-    augs = ours_model['train_cfg'].pop('augments')
-    twin_augs = twin_model['train_cfg'].pop('augments')
-    assert [a.pop('type') for a in augs] == ['TLMixup', 'TLCutMix']
-    assert [a.pop('type') for a in twin_augs] == ['Mixup', 'CutMix']
-    assert augs == twin_augs and ours_model == twin_model
-
-
 @pytest.mark.parametrize('model', ['sl-vit', 'sl-swin'])
 def test_sl_models_train_with_tlalign(model):
     """The official settings (no qkv bias for SL-ViT) through the recorders:

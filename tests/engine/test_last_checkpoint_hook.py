@@ -52,7 +52,8 @@ def test_resumable_runtime_composes_with_a_config_that_has_hooks(tmp_path):
     custom_hooks) failed with mmengine's duplicate-key error."""
     config = tmp_path / 'demo_resumable.py'
     config.write_text(f"""_base_ = [
-    {osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_1xb64-tlalign_digits.py')!r},
+    {osp.join(ROOT, 'configs', 'demo',
+              'vit-tiny-p4_1xb64-tlalign_digits.py')!r},
     {osp.join(ROOT, 'configs', '_base_', 'resumable_runtime.py')!r},
 ]
 """)
