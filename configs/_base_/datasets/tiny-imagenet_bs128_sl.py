@@ -11,7 +11,14 @@
 # images into class folders once:
 #   cd data/tiny-imagenet-200/val && while read f c _; do mkdir -p $c && \
 #       mv images/$f $c/; done < val_annotations.txt && rmdir images
+#
+# Decoded by PIL as the original's ImageFolder (torchvision's pil_loader:
+# Image.open(f).convert('RGB'), no EXIF rotation; utils/dataloader.py:77-82),
+# into a BGR array (mmcv's pillow backend) as the rest of the pipeline
+# expects.
 dataset_type = 'TinyImageNet'
+load_image = dict(type='LoadImageFromFile', imdecode_backend='pillow',
+                  color_type='color_ignore_orientation')
 data_root = 'data/tiny-imagenet-200'
 # utils/dataloader.py:36, in 0..255 (the data preprocessor normalises).
 norm_mean = (0.4802, 0.4481, 0.3975)
@@ -95,7 +102,7 @@ imagenet_autoaugment_policies = [
 # (main.py:206-214; see cifar10_bs128_sl.py), in the images' BGR order.
 erase_fill = [m + s * v for m, s, v in zip(rgb_mean, rgb_std, norm_mean)]
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    load_image,
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandomCrop', crop_size=64, padding=4),
     dict(type='AutoAugment', policies=imagenet_autoaugment_policies,
@@ -105,7 +112,7 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
+    load_image,
     dict(type='PackInputs'),
 ]
 
