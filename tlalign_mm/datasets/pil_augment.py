@@ -123,8 +123,28 @@ class PILRotate(_ThroughPIL, Rotate):
                 -angle, _RESAMPLE[self.interpolation], fillcolor=self._fill))
 
 
+class _PILEnhance(_ThroughPIL):
+    """An ``ImageEnhance`` op at ``1 + magnitude`` (Color, Contrast)."""
+    _enhancer: type
+
+    def __init__(self,
+                 magnitude: Optional[float] = None,
+                 prob: float = 0.5,
+                 random_negative_prob: float = 0.5,
+                 channel_order: str = 'bgr',
+                 **kwargs):
+        super().__init__(magnitude=magnitude, prob=prob,
+                         random_negative_prob=random_negative_prob, **kwargs)
+        self._set_channel_order(channel_order)
+
+    def transform(self, results: dict) -> dict:
+        return self._through_pil(
+            results, self.magnitude,
+            lambda im, m: self._enhancer(im).enhance(1 + m))
+
+
 @TRANSFORMS.register_module()
-class PILColorTransform(_ThroughPIL, ColorTransform):
+class PILColorTransform(_PILEnhance, ColorTransform):
     """mmpretrain's ``ColorTransform`` computed as
     ``ImageEnhance.Color(img).enhance(1 + magnitude)``, the original's
     ``Color`` (``utils/transforms.py:56-58``): PIL's grey (ITU-R 601-2 luma
@@ -135,25 +155,11 @@ class PILColorTransform(_ThroughPIL, ColorTransform):
             ``ColorTransform``.
         channel_order (str): ``'bgr'`` or ``'rgb'``. Defaults to ``'bgr'``.
     """
-
-    def __init__(self,
-                 magnitude: Optional[float] = None,
-                 prob: float = 0.5,
-                 random_negative_prob: float = 0.5,
-                 channel_order: str = 'bgr',
-                 **kwargs):
-        super().__init__(magnitude=magnitude, prob=prob,
-                         random_negative_prob=random_negative_prob, **kwargs)
-        self._set_channel_order(channel_order)
-
-    def transform(self, results: dict) -> dict:
-        return self._through_pil(
-            results, self.magnitude,
-            lambda im, m: ImageEnhance.Color(im).enhance(1 + m))
+    _enhancer = ImageEnhance.Color
 
 
 @TRANSFORMS.register_module()
-class PILContrast(_ThroughPIL, Contrast):
+class PILContrast(_PILEnhance, Contrast):
     """mmpretrain's ``Contrast`` computed as
     ``ImageEnhance.Contrast(img).enhance(1 + magnitude)``, the original's
     ``Contrast`` (``utils/transforms.py:71-73``): blended with the mean of
@@ -163,18 +169,4 @@ class PILContrast(_ThroughPIL, Contrast):
         magnitude, prob, random_negative_prob, **kwargs: as ``Contrast``.
         channel_order (str): ``'bgr'`` or ``'rgb'``. Defaults to ``'bgr'``.
     """
-
-    def __init__(self,
-                 magnitude: Optional[float] = None,
-                 prob: float = 0.5,
-                 random_negative_prob: float = 0.5,
-                 channel_order: str = 'bgr',
-                 **kwargs):
-        super().__init__(magnitude=magnitude, prob=prob,
-                         random_negative_prob=random_negative_prob, **kwargs)
-        self._set_channel_order(channel_order)
-
-    def transform(self, results: dict) -> dict:
-        return self._through_pil(
-            results, self.magnitude,
-            lambda im, m: ImageEnhance.Contrast(im).enhance(1 + m))
+    _enhancer = ImageEnhance.Contrast
