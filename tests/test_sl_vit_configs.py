@@ -160,17 +160,18 @@ RANGES = {
     'sharpness': np.linspace(0.0, 0.9, 10),
     'brightness': np.linspace(0.0, 0.9, 10),
 }
-# op -> (mmpretrain type, the argument holding the magnitude, direction)
+# op -> (the config's transform type, the argument holding the magnitude,
+#        direction)
 OPS = {
     'shearX': ('Shear', 'magnitude', 'horizontal'),
     'shearY': ('Shear', 'magnitude', 'vertical'),
     'translateX': ('Translate', 'magnitude', 'horizontal'),
     'translateY': ('Translate', 'magnitude', 'vertical'),
-    'rotate': ('Rotate', 'angle', None), 'color': ('ColorTransform',
-                                                   'magnitude', None),
+    'rotate': ('PILRotate', 'angle', None), 'color': ('PILColorTransform',
+                                                      'magnitude', None),
     'posterize': ('Posterize', 'bits', None), 'solarize': ('Solarize', 'thr',
                                                            None),
-    'contrast': ('Contrast', 'magnitude', None),
+    'contrast': ('PILContrast', 'magnitude', None),
     'sharpness': ('Sharpness', 'magnitude', None),
     'brightness': ('Brightness', 'magnitude', None),
     'autocontrast': ('AutoContrast', None, None),
@@ -203,7 +204,9 @@ def test_sl_autoaugment_is_the_originals(data, policy):
     cfg = load(f'sl_vit/vit_1xb128-cutmix_{data}.py')
     aug = {t['type']: t for t in cfg.train_dataloader.dataset.pipeline}
     ours = aug['AutoAugment']['policies']
-    assert aug['AutoAugment']['hparams'] == dict(pad_val=128)  # fillcolor
+    # fillcolor 128; the array's channel order for the PIL ops
+    assert aug['AutoAugment']['hparams'] == dict(
+        pad_val=128, channel_order='bgr' if data == 'tiny-imagenet' else 'rgb')
     assert len(ours) == len(policy)
     for (first, second), (p1, op1, m1, p2, op2, m2) in zip(ours, policy):
         _check_op(first, p1, op1, m1)

@@ -35,3 +35,4 @@ optim_wrapper = dict(
 param_scheduler = [dict(type='ConstantLR', factor=1.0, by_epoch=True)]
 train_cfg = dict(max_epochs=40)
 train_dataloader = dict(drop_last=True)  # Swin's data/build.py:74
+randomness = dict(seed=0, diff_rank_seed=True)  # Swin's main.py:319

@@ -15,7 +15,8 @@
 #   smoothing 0.1; every batch mixed, Mixup 0.8 or CutMix 1.0 with
 #   probability 0.5 each; RandAugment rand-m9-mstd0.5-inc1, random erasing
 #   0.25 'pixel'; no repeated augmentation, no EMA; DistributedSampler
-#   with drop_last=True (data/build.py:58-74): 1251 iterations of 1024.
+#   with drop_last=True (data/build.py:58-74): 1251 iterations of 1024;
+#   seed 0 + rank (main.py:319-323, config.py:256).
 # Changed from the base: AMP (AMP_ENABLE True in config.py) as
 # AmpOptimWrapper; the cosine converted to iterations (mmpretrain's steps
 # it per epoch); drop_last. Remaining: Swin's loop calls step_update(t)
@@ -32,3 +33,4 @@ param_scheduler = [
          end=300, T_max=280, convert_to_iter_based=True),
 ]
 train_dataloader = dict(drop_last=True)
+randomness = dict(seed=0, diff_rank_seed=True)  # Swin's main.py:319
