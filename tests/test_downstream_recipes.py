@@ -68,7 +68,7 @@ def test_cascade_schedule_is_the_swin_detection_configs():
     'ade20k-512x512.py',
     'cascade_mask_rcnn/cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_'
     'fpn_4conv1fc-giou_ms-crop-3x_coco.py',
-    'tlalign/deit-tiny_4xb256_in1k_tlalign.py',
+    'tlalign/deit-tiny_4xb256-tlalign_in1k.py',
 ])
 def test_train_tool_collates_by_scope(rel, monkeypatch):
     """tools/train.py sets mmpretrain's default_collate for mmpretrain

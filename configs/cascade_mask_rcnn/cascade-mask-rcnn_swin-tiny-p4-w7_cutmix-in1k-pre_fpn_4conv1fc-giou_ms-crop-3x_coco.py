@@ -2,7 +2,7 @@
 #   cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py:
 # the same Cascade Mask R-CNN recipe, from the CutMix-pretrained Swin-T
 # (CUTMIX_CKPT, by default the last checkpoint of tools/train.py
-#   configs/tlalign/swin-tiny_16xb64_in1k_cutmix.py).
+#   configs/tlalign/swin-tiny_16xb64-cutmix_in1k.py).
 _base_ = [
     './cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py'  # noqa: E501
 ]
@@ -10,4 +10,4 @@ _base_ = [
 model = dict(
     backbone=dict(
         init_cfg=dict(
-            checkpoint='{{$CUTMIX_CKPT:work_dirs/swin-tiny_16xb64_in1k_cutmix/epoch_300.pth}}')))  # noqa: E501
+            checkpoint='{{$CUTMIX_CKPT:work_dirs/swin-tiny_16xb64-cutmix_in1k/epoch_300.pth}}')))  # noqa: E501

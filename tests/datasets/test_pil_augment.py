@@ -36,7 +36,7 @@ ORIGINAL = dict(rotate=original_rotate, color=original_color,
 @pytest.mark.parametrize('op', list(ORIGINAL))
 @pytest.mark.parametrize('data', ['cifar10', 'cifar100', 'tiny-imagenet'])
 def test_config_op_equals_the_originals_pil_op(data, op):
-    cfg = load(f'sl_vit/vit_1xb128_{data}.py')
+    cfg = load(f'sl_vit/vit_1xb128-cutmix_{data}.py')
     aug = next(t for t in cfg.train_dataloader.dataset.pipeline
                if t['type'] == 'AutoAugment')
     # to_rgb: the preprocessor flips BGR arrays (LoadImageFromFile's)

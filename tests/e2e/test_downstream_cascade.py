@@ -29,7 +29,7 @@ CONFIG = config_path(
     'cascade_mask_rcnn',
     'cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_'
     'ms-crop-3x_coco.py')
-PRETRAIN = config_path('tlalign', 'swin-tiny_16xb64_in1k_tlalign.py')
+PRETRAIN = config_path('tlalign', 'swin-tiny_16xb64-tlalign_in1k.py')
 WIDTH = 16  # FPN and RoI head channels (256 in the real config)
 NEW_NORMS = ['norm0.weight', 'norm0.bias', 'norm1.weight', 'norm1.bias',
              'norm2.weight', 'norm2.bias']
