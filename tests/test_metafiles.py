@@ -12,6 +12,7 @@ allowed): in the column headed by the result's dataset if the table has
 one, else in the last cell (the first number there, when that row names
 the config alone). No config is parsed."""
 import fnmatch
+import functools
 import os.path as osp
 import re
 
@@ -29,10 +30,13 @@ def _expand(pattern):
         for p in _expand(pattern[:m.start()] + alt + pattern[m.end():])]
 
 
-def _rows(path):
-    """``(header, cells)`` of every body row of the tables in ``path``."""
-    header = None
-    for line in open(path, encoding='utf-8'):
+@functools.lru_cache(maxsize=None)
+def _rows(doc):
+    """``(header, cells, configs named)`` of every table body row of
+    ``doc``, configs as paths under ``configs/``."""
+    rels = [p[len('configs/'):] for p in config_paths()]
+    rows, header = [], None
+    for line in open(osp.join(ROOT, doc), encoding='utf-8'):
         if not line.startswith('|'):
             header = None
             continue
@@ -40,15 +44,15 @@ def _rows(path):
         if header is None:
             header = cells
         elif set(''.join(cells)) - set('-: '):
-            yield header, cells
+            pats = [p for b in re.findall(r'`([^`]+)`', cells[0])
+                    for p in _expand(b)]
+            rows.append((header, cells, {
+                r for r in rels for p in pats if fnmatch.fnmatchcase(r, p)
+                or fnmatch.fnmatchcase(osp.basename(r), p)}))
+    return rows
 
 
-def _names(cell, rel):
-    return any(fnmatch.fnmatchcase(rel, p)
-               or fnmatch.fnmatchcase(osp.basename(rel), p)
-               for b in re.findall(r'`([^`]+)`', cell) for p in _expand(b))
-
-
+@functools.lru_cache(maxsize=None)
 def _models():
     index = load(osp.join(ROOT, 'model-index.yml'))
     index.build_models_with_collections()
@@ -72,26 +76,18 @@ def test_every_config_is_one_entry_named_by_its_stem():
 def test_numbers_are_the_docs_numbers():
     for model in _models().models:
         rel = model.config[len('configs/'):]
-        docs = ('docs/recipes.md', osp.join(osp.dirname(model.config),
-                                            'README.md'))
         numbers = {v for r in model.results for v in r.metrics.values()
                    if v is not None}
-        for doc in docs:
-            rows = [(h, c) for h, c in _rows(osp.join(ROOT, doc))
-                    if _names(c[0], rel)]
-            if doc != 'docs/recipes.md':
-                assert rows, f'{doc} has no row naming {rel}'
+        for doc in ('docs/recipes.md',
+                    osp.join(osp.dirname(model.config), 'README.md')):
+            rows = [(h, c, n) for h, c, n in _rows(doc) if rel in n]
+            assert rows or doc == 'docs/recipes.md', f'{doc} lacks {rel}'
             for r in model.results:
                 for v in filter(None, r.metrics.values()):
-                    assert any(
-                        v in map(float, NUMBER.findall(
-                            c[h.index(r.dataset)] if r.dataset in h
-                            else c[-1])) for h, c in rows), \
-                        f'{model.name}: {v} is not what {doc} states'
-            alone = [c[-1] for h, c in rows if not any(
-                _names(c[0], p[len('configs/'):])
-                for p in config_paths() if p != model.config)]
-            for cell in alone:
-                first = NUMBER.match(cell)
-                assert not first or float(first[0]) in numbers, \
-                    f'{doc} gives {model.name} {first[0]}, its metafile not'
+                    assert any(v in map(float, NUMBER.findall(
+                        c[h.index(r.dataset)] if r.dataset in h else c[-1]))
+                        for h, c, _ in rows), f'{doc} does not give {rel} {v}'
+            for _, c, named in rows:
+                first = NUMBER.match(c[-1])
+                assert len(named) > 1 or not first or \
+                    float(first[0]) in numbers, f'{doc} gives {rel} {first[0]}'
