@@ -37,7 +37,7 @@ B_DOWNSTREAM = [
     ('upernet/upernet_swin-base-p4-w7_{}-in1k-pre_8xb2-160k_ade20k-'
      '512x512.py', 'swin', 'SWIN_B_CKPT'),
     ('cascade_mask_rcnn/cascade-mask-rcnn_swin-base-p4-w7_{}-in1k-pre_fpn_'
-     '4conv1fc-giou_ms-crop-3x_coco.py', 'swin', 'SWIN_B_CKPT'),
+     '4conv1fc-giou_amp-ms-crop-3x_coco.py', 'swin', 'SWIN_B_CKPT'),
 ] + [(f'transfer/deit-base_{{}}-in1k-pre_8xb96-1000e_{d}.py', 'deit',
       'DEIT_B_CKPT')
      for d in ('cifar10', 'cifar100', 'flowers102', 'stanford-cars')]

@@ -8,7 +8,7 @@
 # Had the paper meant the command-line --lr before that scaling, the
 # optimiser's lr would be 2e-5 (docs/recipes.md). With --auto-scale-lr,
 # mmengine scales 1e-5 from base_batch_size 1024. The rest is the official
-# code's recipe (deit-base_8xb128-paper-tlalign_in1k.py: token CutMix only,
+# code's recipe (deit-base_8xb128-amp-paper-tlalign_in1k.py: token CutMix only,
 # every batch, follow_drop_path=False, AMP, repeated augmentation), run as
 # its --finetune path does: main_tla.py trains a fine-tune with
 # set_training_mode=False (the model in eval mode), so no drop-path. 16 GPUs
@@ -22,7 +22,7 @@
 # Its output, work_dirs/deit-base_16xb64-ft40e-tlalign_in1k/epoch_40.pth, is
 # the default TL-Align DeiT-B of the downstream configs; their CutMix twins
 # take the official checkpoint itself (DEIT_B_CKPT).
-_base_ = ['./deit-base_8xb128-paper-tlalign_in1k.py']
+_base_ = ['./deit-base_8xb128-amp-paper-tlalign_in1k.py']
 
 load_from = '{{$DEIT_B_CKPT:checkpoints/deit-base_3rdparty_pt-16xb64_in1k_20211124-6f40c188.pth}}'  # noqa: E501
 

@@ -9,7 +9,7 @@
 # optimiser's lr would be 2e-5 (docs/recipes.md). With --auto-scale-lr,
 # mmengine scales 1e-5 from base_batch_size 1024. The rest is Swin-B's
 # recipe as the paper-recipe Swin configs use it
-# (swin-tiny_16xb64-paper-tlalign_in1k.py: mmpretrain's port of
+# (swin-tiny_16xb64-amp-paper-tlalign_in1k.py: mmpretrain's port of
 # microsoft/Swin-Transformer's, Mixup 0.8 / CutMix 1.0, AMP,
 # follow_drop_path=False; drop-path 0.5 as Swin-B's recipe: how the paper's
 # Swin code treats drop-path in a fine-tune is not public).

@@ -5,7 +5,7 @@
 # itself with target='cutmix' (the TL-Align twin's sampler, the area
 # target: trains exactly as an ImageClassifier would). No size:
 # the arch and the head's width are each config's
-# (deit-{tiny,small,base}_8xb128-paper-cutmix_in1k.py). Composed as
+# (deit-{tiny,small,base}_8xb128-amp-paper-cutmix_in1k.py). Composed as
 # mmpretrain's deit/deit-*_4xb256_in1k.py configs are (its ImageNet data
 # pipeline, AdamW schedule and runtime bases), with their DeiT model and
 # AdamW no-decay groups restated here. Every setting below is the official

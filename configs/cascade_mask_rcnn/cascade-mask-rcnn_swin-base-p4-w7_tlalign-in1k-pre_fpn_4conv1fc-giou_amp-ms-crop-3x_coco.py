@@ -5,7 +5,7 @@
 #   tools/train.py configs/tlalign/swin-base_16xb64-ft40e-tlalign_in1k.py
 # (the CutMix twin starts from the official Swin-B itself, SWIN_B_CKPT).
 _base_ = [
-    './_base_/cascade-mask-rcnn_swin-p4-w7_fpn_4conv1fc-giou_ms-crop-3x_coco.py'  # noqa: E501
+    './_base_/cascade-mask-rcnn_swin-p4-w7_fpn_4conv1fc-giou_amp-ms-crop-3x_coco.py'  # noqa: E501
 ]
 
 checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/swin-base_16xb64-ft40e-tlalign_in1k/epoch_40.pth}}'  # noqa: E501

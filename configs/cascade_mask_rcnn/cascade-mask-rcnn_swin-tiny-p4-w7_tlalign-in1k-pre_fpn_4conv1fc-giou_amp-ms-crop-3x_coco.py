@@ -5,7 +5,7 @@
 # checkpoint of
 #   tools/train.py configs/tlalign/swin-tiny_16xb64-tlalign_in1k.py
 _base_ = [
-    './_base_/cascade-mask-rcnn_swin-p4-w7_fpn_4conv1fc-giou_ms-crop-3x_coco.py'  # noqa: E501
+    './_base_/cascade-mask-rcnn_swin-p4-w7_fpn_4conv1fc-giou_amp-ms-crop-3x_coco.py'  # noqa: E501
 ]
 
 checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/swin-tiny_16xb64-tlalign_in1k/epoch_300.pth}}'  # noqa: E501

@@ -6,6 +6,6 @@
 # official DeiT-B: deit-base_16xb64-ft40e-tlalign_in1k.py. This config is
 # the official code run from scratch at DeiT-B size, which the paper does
 # not report.
-_base_ = ['./deit-base_8xb128-paper-cutmix_in1k.py']
+_base_ = ['./deit-base_8xb128-amp-paper-cutmix_in1k.py']
 
 model = dict(target='tlalign', align_cfg=dict(follow_drop_path=False))
