@@ -146,7 +146,7 @@ def test_deit_paper_model_builds_with_the_token_grid():
     aug, = model.data_preprocessor.batch_augments.augments
     assert type(aug).__name__ == 'TLTokenCutMix'
     assert aug.patch_size == 16 and aug.box_units == 'tokens'
-    assert model.align_cfg['follow_drop_path'] is False
+    assert model.align_cfg.follow_drop_path is False
 
 
 # ------------------------------------------------------- Swin, the paper ---

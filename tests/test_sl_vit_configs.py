@@ -69,7 +69,7 @@ def test_sl_mixing_draws_follow_the_official_probabilities(model):
 
 @pytest.mark.parametrize('model', ['sl-vit', 'sl-swin'])
 def test_sl_models_train_with_tlalign(model):
-    """The official settings (no qkv bias for SL-ViT) through the recorders:
+    """The official settings (no qkv bias for SL-ViT) through the descriptions:
     a CutMix batch gives a finite loss and aligned targets that sum to 1."""
     from mmpretrain.structures import DataSample
     cfg = load(f'sl_vit/{model}_1xb128-tlalign_cifar10.py')

@@ -5,7 +5,7 @@ Importing the package registers its components in the mmpretrain registries
 ``custom_imports=dict(imports=['tlalign_mm'])``).
 """
 from . import checkpoint, datasets, downstream, engine, mixing  # noqa: F401
-from .models import TLAlignBackbone, TLAlignClassifier, align_labels
+from .models import TLAlignClassifier, align_labels
 
 __version__ = '0.1.0'
-__all__ = ['align_labels', 'TLAlignBackbone', 'TLAlignClassifier']
+__all__ = ['align_labels', 'TLAlignClassifier']

@@ -7,7 +7,12 @@ interleaved repetitions in one process, so machine noise hits all alike:
 - ``tlalign``: ``TLAlignClassifier`` with ``TLCutMix``;
 - ``dense``: the original code's approach, for reference: explicit attention
   matrices and labels carried as ``(B, N, C)`` class vectors;
-- with ``--compile``, also ``cutmix+compile`` and ``tlalign+compile``: the
+- with ``--baseline DIR``, also ``tlalign@baseline``: the
+  ``TLAlignClassifier`` of another checkout's ``tlalign_mm`` (e.g. main),
+  imported beside this one, so two versions are timed interleaved in one
+  process;
+- with ``--compile``, also ``cutmix+compile`` and ``tlalign+compile`` (and
+  ``tlalign@baseline+compile``): the
   model's forward and loss under ``torch.compile`` (backward and optimizer
   step eager). mmpretrain's drop-path rates are numpy scalars, on which
   dynamo breaks the graph in every drop-path (upstream; CutMix alike):
@@ -24,10 +29,13 @@ part of the peak that TL-Align could change).
     .venv/bin/python tools/benchmark.py --model demo-vit --threads 1
     .venv/bin/python tools/benchmark.py --model deit-small --device cuda \
         --batch-size 128 --bf16 --compile
+    .venv/bin/python tools/benchmark.py --model deit-small --baseline \
+        /work/main
 """
 import argparse
 import contextlib
 import copy
+import importlib
 import os.path as osp
 import statistics
 import sys
@@ -91,10 +99,68 @@ MODELS_ZOO = {
 }
 
 
+def import_baseline(root):
+    """The ``tlalign_mm`` package of the checkout at ``root``, imported
+    beside ours (its modules renamed ``baseline.tlalign_mm...``), and what
+    it registered: the registries keep ours, except in
+    :func:`baseline_registered`."""
+    from mmengine.fileio.backends import registry_utils
+    from mmengine.registry import Registry
+
+    def ours():
+        return [k for k in sys.modules if k.split('.')[0] == 'tlalign_mm']
+
+    own = {k: sys.modules.pop(k) for k in ours()}
+    register, entries = Registry._register_module, []
+
+    def record(self, module, module_name=None, force=False):
+        names = module_name or module.__name__
+        for name in [names] if isinstance(names, str) else names:
+            entries.append((self, name, module))
+
+    # its file backends and scope registries are not installed: ours stay
+    backend, child = registry_utils._register_backend, Registry._add_child
+    Registry._register_module = record
+    Registry._add_child = registry_utils._register_backend = \
+        lambda *args, **kwargs: None
+    sys.path.insert(0, root)
+    try:
+        package = importlib.import_module('tlalign_mm')
+    finally:
+        sys.path.remove(root)
+        Registry._register_module, Registry._add_child = register, child
+        registry_utils._register_backend = backend
+        for k in ours():
+            sys.modules['baseline.' + k] = sys.modules.pop(k)
+        sys.modules.update(own)
+    return package, entries
+
+
+@contextmanager
+def baseline_registered(entries):
+    """The baseline's registrations in place of ours (while it builds)."""
+    saved = [(reg, name, reg._module_dict.get(name)) for reg, name, _ in
+             entries]
+    for reg, name, module in entries:
+        reg._module_dict[name] = module
+    try:
+        yield
+    finally:
+        for reg, name, module in saved:
+            reg._module_dict[name] = module
+
+
+BASELINE = {}  # import_baseline's result, once --baseline is given
+
+
 def build(model_name, mode, num_classes):
-    """The classifier of ``mode`` (``cutmix``, ``tlalign``, ``dense``; any
-    ``+compile`` suffix is applied by :func:`compiled`)."""
+    """The classifier of ``mode`` (``cutmix``, ``tlalign``, ``dense``,
+    ``tlalign@baseline``; any ``+compile`` suffix is applied by
+    :func:`compiled`)."""
     mode = mode.split('+')[0]
+    if mode == 'tlalign@baseline':
+        with baseline_registered(BASELINE['entries']):
+            return build(model_name, 'tlalign', num_classes)
     if model_name.startswith('pvt'):
         import mmdet.models  # noqa: F401  (registers PVT; needs mmcv's ops)
     spec = copy.deepcopy(MODELS_ZOO[model_name])
@@ -211,8 +277,7 @@ def extra_ops_per_block(model_name, data, num_classes):
         ops, _ = step_cost(model, batch)
         totals[mode] = ops.total
         if mode == 'tlalign':
-            from tlalign_mm.models.recorders import get_recorder
-            blocks = get_recorder(model.backbone).num_layers(model.backbone)
+            blocks = len(model.recording.description.blocks)
     return (totals['tlalign'] - totals['cutmix']) / blocks
 
 
@@ -225,6 +290,9 @@ def main():
                         'compiled cutmix and tlalign)')
     parser.add_argument('--compile', action='store_true',
                         help='also time the settings under torch.compile')
+    parser.add_argument('--baseline', default=None, metavar='DIR',
+                        help='also time tlalign@baseline: the TL-Align '
+                        'classifier of the tlalign_mm checkout in DIR')
     parser.add_argument('--batch-size', type=int, default=None,
                         help='default: 64 for demo-*, 16 otherwise')
     parser.add_argument('--img-size', type=int, default=None,
@@ -256,8 +324,14 @@ def main():
     else:
         modes = ['cutmix', 'tlalign'] + (
             ['dense'] if args.model.startswith('deit') else [])
+        if args.baseline:
+            modes.insert(2, 'tlalign@baseline')
         if args.compile:
-            modes += ['cutmix+compile', 'tlalign+compile']
+            modes += ['cutmix+compile', 'tlalign+compile'] + (
+                ['tlalign@baseline+compile'] if args.baseline else [])
+    if args.baseline:
+        BASELINE['package'], BASELINE['entries'] = import_baseline(
+            osp.abspath(args.baseline))
 
     g = torch.Generator().manual_seed(0)
     data = dict(
@@ -307,7 +381,8 @@ def main():
     ref_t, ref_m = statistics.median(times[modes[0]]), mems[modes[0]]
     for mode in modes:
         t = statistics.median(times[mode])
-        own = mode.replace('tlalign', 'cutmix').replace('dense', 'cutmix')
+        own = mode.replace('@baseline', '').replace('tlalign', 'cutmix')
+        own = own.replace('dense', 'cutmix')
         own_t = statistics.median(times[own]) if own in times else ref_t
         print(f'{mode:16s} {t:8.4f} {t / ref_t:9.3f} {t / own_t:12.3f} '
               f'{mems[mode] / 2**20:24.1f} {mems[mode] / ref_m:9.3f}')

@@ -282,7 +282,7 @@ def label_shift(config: str, checkpoint: str, options=(), seed: int = 0,
     model = build_model(cfg, checkpoint)
     loader = build_dataloader(cfg, 'test')
     with torch.no_grad():
-        result = label_rmse(model.backbone,
+        result = label_rmse(model,
                             mixed_batches(model, loader, 'cutmix', 1.0, seed,
                                           num_images))
     return {k: result[k] for k in ('mean_abs', 'rmse', 'num_images')}

@@ -10,8 +10,11 @@ from tlalign_mm.analysis.label_maps import (
     token_grid,
 )
 from tlalign_mm.analysis.mixed_batches import mixed_batches
+from tlalign_mm.analysis.session import build_model
+from tlalign_mm.core import label_map_of
+from tlalign_mm.models import aligned_forward
 
-from .conftest import NO_SERIALIZE
+from .conftest import NO_SERIALIZE, sharpen
 
 
 def test_colours_red_to_blue():
@@ -34,7 +37,7 @@ def test_token_grid():
 def test_maps_are_patch_means_and_aligned_labels(setups, arch, grids):
     model = setups[arch].model
     batch = next(mixed_batches(model, setups[arch].loader, num_images=4))
-    maps = label_maps(model.backbone, batch)
+    maps = label_maps(model, batch)
     assert maps.initial.shape[-2:] == grids[0]
     assert maps.aligned.shape[-2:] == grids[1]
     # The initial map: each 4x4 patch's mean pixel weight.
@@ -45,6 +48,24 @@ def test_maps_are_patch_means_and_aligned_labels(setups, arch, grids):
     if arch == 'vit':  # alignment moved the labels
         assert (maps.aligned - maps.initial).abs().max() > 1e-3
     torch.testing.assert_close(maps.area, batch.record.area_share)
+
+
+def test_maps_follow_the_models_align_cfg(setups):
+    """A ``-nonorm`` model (``residual_norm=False``) is mapped with its own
+    rule, ``Y <- ĀY``, not the default ``(Y + ĀY) / 2``."""
+    cfg = setups['vit'].cfg.copy()
+    cfg.model.align_cfg = dict(residual_norm=False)
+    model = build_model(cfg, None, seed=0)
+    sharpen(model)
+    batch = next(mixed_batches(model, setups['vit'].loader, num_images=4))
+    maps, record = label_maps(model, batch), batch.record
+    for residual_norm in (False, True):
+        last = aligned_forward(model.backbone, batch.mixed,
+                               record.pixel_weights, record.area_share,
+                               residual_norm=residual_norm,
+                               keep_history=True).history[-1]
+        gap = (maps.aligned - label_map_of(last[:, 1:], (4, 4))).abs().max()
+        assert gap > 1e-3 if residual_norm else gap == 0  # its own rule
 
 
 @pytest.mark.parametrize('mix', ['cutmix', 'resizemix'])

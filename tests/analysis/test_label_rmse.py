@@ -41,28 +41,26 @@ def test_cli_table_and_plot_over_two_models(setups, run_tool, tmp_path):
     assert (tmp_path / 'label_rmse.png').stat().st_size > 1000
 
 
-@pytest.mark.parametrize('arch', ['vit', 'swin'])
-def test_mixup_gives_zero(setups, arch):
-    s = setups[arch]
-    out = label_rmse(s.model.backbone,
-                     mixed_batches(s.model, s.loader, 'mixup', max_batches=1))
-    assert out['num_images'] == 8
-    assert out['rmse'] < 1e-6 and out['rmse_class'] < 1e-6
-
-
-@pytest.mark.parametrize('mix', ['cutmix', 'resizemix'])
-def test_identity_attention_gives_zero(setups, monkeypatch, mix):
+@pytest.mark.parametrize('arch, mix, identity', [
+    ('vit', 'mixup', False), ('swin', 'mixup', False),
+    ('vit', 'cutmix', True), ('vit', 'resizemix', True)])
+def test_labels_that_cannot_move_give_zero(setups, monkeypatch, arch, mix,
+                                           identity):
+    """MixUp (one mix at every pixel), or attention that moves nothing (every
+    token attends to itself only); the real attention moves a box mix."""
     import tlalign_mm.core.records
     from tests.models.mixes import identity_attention
-    s = setups['vit']
-    # Every token attends to itself only: labels cannot move.
+    s = setups[arch]
+
+    def rmse():
+        return label_rmse(s.model, mixed_batches(s.model, s.loader, mix,
+                                                 max_batches=1))
+
     with monkeypatch.context() as patch:
-        patch.setattr(tlalign_mm.core.records, 'head_mean_attention',
-                      identity_attention)
-        out = label_rmse(s.model.backbone,
-                         mixed_batches(s.model, s.loader, mix, max_batches=1))
-    assert out['rmse'] < 1e-6 and out['num_images'] == 8
-    # ... and the real attention moves them.
-    out = label_rmse(s.model.backbone,
-                     mixed_batches(s.model, s.loader, mix, max_batches=1))
-    assert out['rmse'] > 1e-3
+        if identity:
+            patch.setattr(tlalign_mm.core.records, 'head_mean_attention',
+                          identity_attention)
+        out = rmse()
+    assert out['num_images'] == 8
+    assert out['rmse'] < 1e-6 and out['rmse_class'] < 1e-6
+    assert not identity or rmse()['rmse'] > 1e-3

@@ -26,7 +26,7 @@ def test_similarity_ratio_is_the_hand_computation():
 def test_series_are_the_labels_they_name(setups, arch):
     model = setups[arch].model
     batch = next(mixed_batches(model, setups[arch].loader, num_images=4))
-    out = mixing_ratios(model.backbone, batch)
+    out = mixing_ratios(model, batch)
     record = batch.record
     # 4 blocks: the ViT's 4 layers, the Swin's 2 + 2.
     assert out['similarity'].shape == out['tlalign'].shape == (4, 4)

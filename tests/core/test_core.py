@@ -1,12 +1,18 @@
 """The pure-torch core: window means, the residual rule, head-mean
-attention and its paths."""
+attention and its paths, and ``align`` on hand-built slots (two blocks, one
+with a dropped sample, a merge, and a block that recorded its
+probabilities) against the rule by hand in float64."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tlalign_mm.core import (
-    Attention,
+    AlignOptions,
+    Recorded,
+    Slot,
+    TokenStep,
     align,
+    flatten_label_map,
     head_mean_attention,
     residual_align,
     resolve_align_layers,
@@ -113,15 +119,19 @@ def test_align_resolves_layers():
     # A block whose attention sends every token to token 0.
     q = torch.zeros(1, 1, 2, 4)
     bias = torch.tensor([[0., float('-inf')]] * 2)
-    block = Attention(q, q, bias=bias)
-    _, history = align([block] * 3, Y, [1], keep_history=True)
+    records = Recorded([Slot(q=q, k=q, bias=bias)] * 3 + [Slot()],
+                       embed=lambda pixel_weights: Y)
+    pw = torch.ones(1, 2, 1, 1)
+    _, history = align(records, pw, options=AlignOptions([1]),
+                       keep_history=True)
     assert torch.equal(history[1], Y)  # block 0 left it alone
     torch.testing.assert_close(history[2], (Y + Y[:, :1]) / 2)
     assert len(history) == 4
     assert resolve_align_layers('last', 4) == {3}
     assert resolve_align_layers([0, -1], 4) == {0, 3}
     with pytest.raises(ValueError, match='out of range'):
-        align([block], Y, [1])
+        align(records._replace(slots=records.slots[2:]), pw,
+              options=AlignOptions([1]))
 
 
 def explicit(q, k, v, mask=None, scale=None):
@@ -198,3 +208,62 @@ def test_the_sdpa_path_stays_on_the_fused_kernel(dtype):
     _, A = explicit(q.float(), k.float(), k.float())
     assert AY.dtype == torch.float32
     torch.testing.assert_close(AY, A.mean(1) @ Y, atol=1e-6, rtol=1e-5)
+
+
+def head_mean(q, k):
+    A = torch.softmax(q.double() @ k.double().transpose(-2, -1) *
+                      q.shape[-1]**-0.5, -1)
+    return A.mean(1)
+
+
+def merge_2x2(label_map):
+    """``(B, S, 2, 4)`` -> ``(B, 2, S)``: the mean of each 2x2 window."""
+    return flatten_label_map(F.avg_pool2d(label_map, 2))
+
+
+def test_align_on_hand_built_records_equals_the_hand_computation():
+    torch.manual_seed(0)
+    B, H, N, d, S = 2, 2, 8, 4, 3
+    Y = torch.rand(B, N, S)
+    Y = Y / Y.sum(-1, keepdim=True)
+    q1, k1, q2, k2 = (torch.randn(B, H, N, d) * 2 for _ in range(4))
+    probs = torch.softmax(torch.randn(B, H, 2, 2) * 3, -1)
+    keep = torch.tensor([True, False]).view(B, 1, 1)  # sample 1 dropped
+    slots = [Slot(q=q1, k=k1), Slot(q=q2, k=k2, keep=keep),
+             Slot(step=TokenStep((2, 4), merge_2x2, 'merge'), probs=probs),
+             Slot()]
+    # the initial labels: the embedding's rule of the pixel weights
+    records = Recorded(slots, embed=lambda pixel_weights: Y)
+    pw = torch.ones(B, S, 1, 1) / S
+    labels, history = align(records, pw, keep_history=True)
+
+    y = Y.double()
+    expected = [y]
+    y = (y + head_mean(q1, k1) @ y) / 2  # block 0: the paper's rule
+    expected.append(y)
+    moved = (y + head_mean(q2, k2) @ y) / 2  # block 1: sample 1 dropped
+    y = torch.stack([moved[0], y[1]])
+    expected.append(y)
+    y = y.view(B, 2, 4, S).permute(0, 3, 1, 2)  # the merge: 2x2 means
+    y = y.reshape(B, S, 1, 2, 2, 2).mean((3, 5)).flatten(2).transpose(1, 2)
+    y = (y + probs.double().mean(1) @ y) / 2  # block 2: given probs
+    expected.append(y)
+
+    assert len(history) == len(expected)
+    for ours, theirs in zip(history, expected):
+        assert (ours.double() - theirs).abs().max() < 1e-6
+    assert (labels.double() - y).abs().max() < 1e-6
+    # the dropped sample kept its labels in block 1, the other did not
+    assert torch.equal(history[2][1], history[1][1])
+    assert (history[2][0] - history[1][0]).abs().max() > 1e-3
+
+    # the options arrive as arguments: drop-path ignored, no residual
+    _, history = align(records, pw, keep_history=True, options=AlignOptions(
+        follow_drop_path=False, residual_norm=False))
+    y1 = head_mean(q1, k1) @ Y.double()
+    assert (history[1].double() - y1).abs().max() < 1e-6
+    assert (history[2].double() - head_mean(q2, k2) @ y1).abs().max() < 1e-6
+    # a slot missing a part its taps record is the one error
+    slots[1].expects = ('attention', 'key_map')
+    with pytest.raises(RuntimeError, match='Block 1 recorded no key_map'):
+        align(records, pw)

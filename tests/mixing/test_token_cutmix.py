@@ -180,11 +180,11 @@ def test_a_patch_size_that_differs_from_the_models_fails():
      (2, 2)),
     (dict(type='SLViT', arch=ARCH, img_size=32, patch_size=8), (8, 8)),
 ])
-def test_the_tracer_knows_the_patch_size(backbone, size):
+def test_the_description_knows_the_patch_size(backbone, size):
     import tlalign_mm  # noqa: F401  (registers SLViT)
-    from tlalign_mm.models.recorders import get_recorder
+    from tlalign_mm.models.families import describe, patch_size
     model = MODELS.build(backbone)
-    assert get_recorder(model).patch_size(model) == size
+    assert patch_size(describe(model).embed) == size
 
 
 def test_unbound_patch_size_fails_clearly():

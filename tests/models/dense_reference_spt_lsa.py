@@ -15,7 +15,7 @@ code with ``tlalign_mm``:
   softmax.
 - Labels as ``(B, N, C)`` class vectors; Swin windows as one dense
   attention over the whole padded map built from coordinates, with the
-  tracer's documented padding rule (padded keys carry zero labels; a real
+  documented padding rule (padded keys carry zero labels; a real
   token's update is renormalised to sum 1).
 """
 import copy

@@ -7,7 +7,7 @@ after the cyclic shift, the relative position of every pair), never by
 rolling and partitioning tensors. Everything runs in float64. Shares no code
 with ``tlalign_mm``.
 
-The padding rule under test (the tracer's documented choice): padded
+The padding rule under test (our documented choice): padded
 positions are zero tokens with zero labels that take part in the attention;
 a real token's new label is the paper's ``(Y + ĀY) / 2`` divided by its sum
 (``ĀY`` divided by its sum without the residual average).

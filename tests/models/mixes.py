@@ -37,6 +37,24 @@ def history_in_classes(history, targets):
     return [in_classes(h, targets) for h in history]
 
 
+def assert_history_close(history, reference, length, targets=None):
+    """``length`` entries, each within 1e-5 of the dense reference's (in
+    class space with ``targets``): float32 labels against float64."""
+    ours = history if targets is None else history_in_classes(history,
+                                                              targets)
+    assert len(ours) == len(reference) == length
+    for mine, theirs in zip(ours, reference):
+        assert (mine.double().cpu() - theirs).abs().max() <= 1e-5
+
+
+def head_samples(model):
+    """The list the head's loss appends the data samples it is given to."""
+    given, loss = [], model.head.loss
+    model.head.loss = lambda x, samples: given.extend(samples) or loss(
+        x, samples)
+    return given
+
+
 def identity_attention(query, key, labels, bias=None, scale=None,
                        impl='auto', with_mass=False):
     """``head_mean_attention`` of attention that moves nothing (``A = I``):

@@ -6,11 +6,10 @@ import torch
 from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import BEiTRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_beit import dense_beit_labels, relative_bias
-from .mixes import history_in_classes, random_mix
+from .mixes import assert_history_close, random_mix
 
 ARCH = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=64)
 
@@ -56,27 +55,25 @@ CASES = {
 @pytest.mark.parametrize('name', list(CASES))
 def test_matches_dense_reference(name, S):
     beit = build_beit(**CASES[name])
-    assert type(get_recorder(beit)) is BEiTRecorder
+    assert 'attn_drop_input' in {t.kind for t in describe(beit).taps}
     box = (3, 21, 5, 30) if S == 2 else None
     images, pw, targets = random_mix(3, S, 32, 32, box=box)
     area_share = pw.mean((2, 3))
-    traced = aligned_forward(beit, images, pw, keep_history=True)
+    aligned = aligned_forward(beit, images, pw, keep_history=True)
     with torch.no_grad():
         ref, ref_history, ref_feat = dense_beit_labels(
             beit, images, pw, targets, area_share, patch=8)
     # The reference's forward is the model's: the bias and q_bias it adds
     # are the ones the model uses.
-    assert (traced.feats[-1] - ref_feat).abs().max() < 1e-4
-    assert (traced.expand(targets).double() - ref).abs().max() <= 1e-5
-    ours = history_in_classes(traced.history, targets)
-    assert len(ours) == len(ref_history) == ARCH['num_layers'] + 1
-    for mine, theirs in zip(ours, ref_history):
-        assert (mine - theirs).abs().max() <= 1e-5
+    assert (aligned.feats[-1] - ref_feat).abs().max() < 1e-4
+    assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
+    assert_history_close(aligned.history, ref_history,
+                         ARCH['num_layers'] + 1, targets)
     # The labels moved away from the CutMix (area) target.
     area = torch.einsum('bs,bsc->bc', area_share.double(), targets.double())
     assert (ref - area).abs().max() > 1e-3
     torch.testing.assert_close(align_labels(beit, images, pw, targets),
-                               traced.expand(targets), atol=0, rtol=0)
+                               aligned.expand(targets), atol=0, rtol=0)
 
 
 def test_relative_bias_of_the_reference_is_the_models():
@@ -145,7 +142,7 @@ def test_drop_path_keep_is_the_attention_branchs(shared):
     calls, handles = drop_path_calls(beit)
     inputs, more = attention_inputs(beit)
     torch.manual_seed(3)
-    traced = aligned_forward(beit, images, pw, keep_history=True)
+    aligned = aligned_forward(beit, images, pw, keep_history=True)
     for h in handles + more:
         h.remove()
     differ = False
@@ -156,7 +153,7 @@ def test_drop_path_keep_is_the_attention_branchs(shared):
                         ).any())
         with torch.no_grad():
             A = explicit_attention(layer.attn, x, rel)
-        before, after = traced.history[i], traced.history[i + 1]
+        before, after = aligned.history[i], aligned.history[i + 1]
         expected = (before + A.mean(1) @ before) / 2
         torch.testing.assert_close(after[dropped], before[dropped], atol=0,
                                    rtol=0)
@@ -170,12 +167,14 @@ def test_drop_path_keep_is_the_attention_branchs(shared):
 def test_out_indices_before_the_last_block_is_an_error():
     beit = build_beit(out_indices=[1])
     with pytest.raises(NotImplementedError, match='out_indices=-1'):
-        get_recorder(beit).check(beit)
+        describe(beit)
     with pytest.raises(NotImplementedError, match='out_indices=-1'):
-        MODELS.build(dict(type='TLAlignBackbone',
+        MODELS.build(dict(type='TLAlignClassifier',
                           backbone=dict(type='BEiTViT', arch=ARCH,
                                         img_size=32, patch_size=8,
-                                        out_indices=[1])))
+                                        out_indices=[1]),
+                          head=dict(type='LinearClsHead', num_classes=2,
+                                    in_channels=ARCH['embed_dims'])))
 
 
 @pytest.mark.parametrize('out_type', ['featmap', 'raw'])

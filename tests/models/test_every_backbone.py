@@ -7,13 +7,13 @@ Per-architecture exactness against dense references lives in
   training with drop-path and attention dropout;
 - MixUp (the same mix at every pixel) is left unchanged by alignment;
 - with attention that moves nothing (``A = I``), no block moves a label;
-- the backbone ``TLAlignBackbone`` builds is the plain one: same class,
-  bit-identical evaluation, a plain checkpoint both ways;
-- a deep copy (EMA) traces on its own;
+- a recorded backbone is the plain one: same class, bit-identical
+  evaluation, a plain checkpoint both ways;
+- a deep copy (EMA) aligns on its own;
 - a backbone the package does not name, assembled from supported modules
   (mmpretrain's ``DeiT3``, and a ViT-like class defined here that does not
-  subclass ``VisionTransformer``), is traced exactly with no tracer code of
-  its own.
+  subclass ``VisionTransformer``), is aligned exactly with no description
+  of its own.
 """
 import copy
 
@@ -30,13 +30,7 @@ from mmpretrain.registry import MODELS
 import tlalign_mm.core.records
 from tlalign_mm import align_labels
 from tlalign_mm.checkpoint import load_strictly
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import (
-    BEiTRecorder,
-    TimmViTRecorder,
-    ViTRecorder,
-    get_recorder,
-)
+from tlalign_mm.models import Recording, aligned_forward, describe
 
 from . import test_beit_alignment as beit_tests
 from . import test_pvt_alignment as pvt_tests
@@ -158,19 +152,29 @@ def check_distributions(labels):
 def test_labels_are_distributions_after_every_block(name, S):
     backbone, side = build(name)
     images, pw, _ = random_mix(2, S, side, side)
-    traced = aligned_forward(backbone, images, pw, keep_history=True)
-    assert len(traced.history) == get_recorder(backbone).num_layers(
-        backbone) + 1
-    for labels in traced.history + [traced.weights]:
+    aligned = aligned_forward(backbone, images, pw, keep_history=True)
+    assert len(aligned.history) == len(describe(backbone).blocks) + 1
+    for labels in aligned.history + [aligned.weights]:
         check_distributions(labels)
+
+
+def tap_kinds(backbone):
+    return {tap.kind for tap in describe(backbone).taps}
+
+
+def set_drop_paths(backbone, drop_path):
+    """The attention branch's drop-path rate in every block."""
+    for tap in describe(backbone).taps:
+        if tap.kind == 'keep':
+            tap.module.drop_prob = drop_path
 
 
 def set_dropouts(backbone, drop_path=0.5, attention=0.2):
     """Drop-path on every attention branch and dropout on every attention
     matrix (each family keeps the latter in its own attribute)."""
-    for block in get_recorder(backbone).blocks(backbone):
-        block.drop_path.drop_prob = drop_path
-        attn = block.attention
+    set_drop_paths(backbone, drop_path)
+    for block in describe(backbone).blocks:
+        attn = block.attn
         if hasattr(attn, 'w_msa'):  # Swin: nn.Dropout on the softmax
             attn.w_msa.attn_drop.p = attention
         elif isinstance(getattr(attn, 'attn', None), nn.MultiheadAttention):
@@ -188,10 +192,10 @@ def test_labels_are_distributions_in_training_with_dropouts(name):
     backbone.train()
     images, pw, _ = random_mix(4, 2, side, side)
     torch.manual_seed(0)
-    traced = aligned_forward(backbone, images, pw, keep_history=True)
-    for labels in traced.history + [traced.weights]:
+    aligned = aligned_forward(backbone, images, pw, keep_history=True)
+    for labels in aligned.history + [aligned.weights]:
         check_distributions(labels)
-    for feats in torch.utils._pytree.tree_leaves(traced.feats):
+    for feats in torch.utils._pytree.tree_leaves(aligned.feats):
         assert torch.isfinite(feats).all()
 
 
@@ -230,17 +234,18 @@ def make_attention_identity(backbone, monkeypatch):
     (PVT's reduced keys do not: it has no identity attention). The ViT
     families' labels follow the recorded q and k, so there ``A = I`` is the
     labels' attention (and timm's explicit path also the tokens')."""
-    if isinstance(get_recorder(backbone), (ViTRecorder, TimmViTRecorder)):
+    kinds = tap_kinds(backbone)
+    if kinds & {'qkv', 'q_norm'}:
         monkeypatch.setattr(tlalign_mm.core.records, 'head_mean_attention',
                             identity_attention)
-    for block in get_recorder(backbone).blocks(backbone):
-        attn = block.attention
-        if isinstance(get_recorder(backbone), TimmViTRecorder):
+    for block in describe(backbone).blocks:
+        attn = block.attn
+        if 'q_norm' in kinds:  # timm
             attn.fused_attn = False
             attn.attn_drop.register_forward_pre_hook(eye_softmax)
-        elif isinstance(get_recorder(backbone), BEiTRecorder):
+        elif 'attn_drop_input' in kinds:  # BEiT
             attn.attn_drop.register_forward_pre_hook(eye_softmax)
-        elif isinstance(get_recorder(backbone), ViTRecorder):
+        elif 'qkv' in kinds:
             pass
         elif hasattr(attn, 'w_msa'):
             attn.w_msa.softmax = EyeSoftmax(dim=-1)
@@ -253,10 +258,10 @@ def test_identity_attention_moves_no_label(name, monkeypatch):
     backbone, side = build(name)
     make_attention_identity(backbone, monkeypatch)
     images, pw, _ = random_mix(2, 2, side, side, box=(3, 21, 5, 19))
-    traced = aligned_forward(backbone, images, pw, keep_history=True)
+    aligned = aligned_forward(backbone, images, pw, keep_history=True)
     monkeypatch.undo()
     moved_by_merging = 0
-    for before, after in zip(traced.history, traced.history[1:]):
+    for before, after in zip(aligned.history, aligned.history[1:]):
         if before.shape == after.shape:  # no merging in between
             torch.testing.assert_close(after, before, atol=1e-6, rtol=0)
         else:
@@ -269,13 +274,11 @@ def test_identity_attention_moves_no_label(name, monkeypatch):
 
 
 @pytest.mark.parametrize('name', NAMES)
-def test_built_backbone_is_the_plain_one(name):
+def test_recorded_backbone_is_the_plain_one(name):
     plain, side = build(name)
-    cfg_backbone = copy.deepcopy(plain)
-    built = MODELS.build(dict(type='TLAlignBackbone',
-                              backbone=dict(type='ReturnModule',
-                                            module=cfg_backbone)))
-    assert built is cfg_backbone and type(built) is type(plain)
+    built = copy.deepcopy(plain)
+    recording = Recording(built)  # its taps stay on, as the classifier's
+    assert type(built) is type(plain)
     state, reference = built.state_dict(), plain.state_dict()
     assert list(state) == list(reference)
     assert state._metadata == reference._metadata
@@ -287,26 +290,18 @@ def test_built_backbone_is_the_plain_one(name):
     leaves = torch.utils._pytree.tree_leaves
     for ours, theirs in zip(leaves(built(x)), leaves(plain(x))):
         assert torch.equal(ours, theirs)
-    # The same labels as tracing the plain backbone for one call.
+    # The same labels as recording the plain backbone for one call.
     images, pw, targets = random_mix(2, 2, side, side)
-    torch.testing.assert_close(align_labels(built, images, pw, targets),
-                               align_labels(plain, images, pw, targets),
-                               atol=0, rtol=0)
-
-
-@MODELS.register_module(force=True)
-def ReturnModule(module):
-    """Test helper: 'build' an existing module."""
-    return module
+    torch.testing.assert_close(
+        aligned_forward(built, images, pw,
+                        recording=recording).expand(targets),
+        align_labels(plain, images, pw, targets), atol=0, rtol=0)
 
 
 @pytest.mark.parametrize('name', ['ViT', 'Swin, padded', 'Swin V2, padded',
                                   'PVT v2', 'timm DeiT', 'BEiT, pooled'])
-def test_a_deep_copy_traces_on_its_own(name):
-    plain, side = build(name)
-    built = MODELS.build(dict(type='TLAlignBackbone',
-                              backbone=dict(type='ReturnModule',
-                                            module=plain)))
+def test_a_deep_copy_aligns_on_its_own(name):
+    built, side = build(name)
     ema = copy.deepcopy(built)
     images, pw, targets = random_mix(2, 2, side, side)
     ours = align_labels(ema, images, pw, targets, align_layers='last')
@@ -328,11 +323,11 @@ def test_a_deep_copy_traces_on_its_own(name):
 @pytest.mark.parametrize('name', ['DeiT3 (not named by the package)',
                                   'ViT-like class (not named by the package)'])
 def test_unnamed_vit_like_backbone_matches_dense_attention(name):
-    """The tracer's labels equal explicit head-averaged attention applied to
-    the labels block by block, with each block's input read off a plain
+    """The labels equal explicit head-averaged attention applied to the
+    labels block by block, with each block's input read off a plain
     forward."""
     backbone, side = build(name)
-    assert type(get_recorder(backbone)) is ViTRecorder
+    assert tap_kinds(backbone) == {'qkv', 'keep'}
     images, pw, targets = random_mix(2, 2, side, side, box=(3, 21, 5, 30))
     inputs = []
     handles = [

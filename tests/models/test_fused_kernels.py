@@ -22,7 +22,7 @@ from tlalign_mm.models import aligned_forward
 
 from .dense_reference import dense_vit_labels
 from .dense_reference_swin import dense_swin_labels
-from .mixes import random_mix
+from .mixes import assert_history_close, random_mix
 from .test_swin_alignment import build_swin
 from .test_tlalign_classifier import fake_batch, model_cfg
 from .test_vit_alignment import build_vit
@@ -68,10 +68,7 @@ def test_vit_fused_kernel_matches_dense_reference(S, device):
     err = (labels.double().cpu() - ref).abs().max().item()
     print(f'ViT S={S}: max |fused({device}) - dense| = {err:.2e}')
     assert err <= 1e-5
-    for ours, theirs in zip(history, ref_history):
-        ours = torch.einsum('bns,bsc->bnc', ours.double().cpu(),
-                            targets.double())
-        assert (ours - theirs).abs().max() <= 1e-5
+    assert_history_close(history, ref_history, len(ref_history), targets)
     assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-3
 
 
@@ -117,7 +114,7 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     batch = model.data_preprocessor(data, training=True)
     with sdpa_kernel(FUSED), torch.autocast(device, dtype=torch.bfloat16):
         losses = model(**batch, mode='loss')
-        traced = aligned_forward(
+        aligned = aligned_forward(
             model.backbone, batch['inputs'],
             batch['mix'].pixel_weights,
             keep_history=True)
@@ -125,7 +122,7 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     assert torch.isfinite(losses['loss'])
     if device == 'cuda':  # 2 layers, the loss's forward and ours
         assert len(calls) >= 2
-    for labels in traced.history:
+    for labels in aligned.history:
         assert labels.dtype == torch.float32
         assert (labels >= 0).all()
         torch.testing.assert_close(
@@ -138,9 +135,9 @@ def test_swin_matches_dense_reference(device):
     swin = build_swin()
     images, pw, targets = random_mix(2, 3, 70, 70)
     ref, _, _ = dense_swin_labels(swin, images, pw, targets, patch=4)
-    traced = aligned_forward(copy.deepcopy(swin).to(device), images.to(device),
-                            pw.to(device))
-    labels = traced.expand(targets.to(device)).double().cpu()
+    aligned = aligned_forward(copy.deepcopy(swin).to(device),
+                              images.to(device), pw.to(device))
+    labels = aligned.expand(targets.to(device)).double().cpu()
     err = (labels - ref).abs().max().item()
     print(f'Swin: max |{device} - dense| = {err:.2e}')
     assert err <= 1e-5

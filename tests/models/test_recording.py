@@ -5,26 +5,25 @@
 - a recorded forward is the plain forward: outputs and gradients bit for
   bit, in training and eval, with drop-path on and off;
 - two backbones recorded in two threads at once each get their own labels;
-- a family the package does not name is added here with its recording and
-  key map alone, and matches a dense reference.
+- a family the package does not name is added by the one description
+  function docs/design.md shows, and matches a dense reference.
 """
+import os.path as osp
+import re
 import sys
 import threading
-from functools import partial
-from typing import NamedTuple
 
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from mmcv.cnn.bricks.drop import DropPath
 from mmcv.cnn.bricks.transformer import PatchEmbed
 
-from tlalign_mm.core import Attention, Keys
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import Block, Recorder, Recording
+from tlalign_mm.models import aligned_forward, describe
+from tlalign_mm.models.families import FAMILIES
 
 from . import test_every_backbone as every
-from .mixes import random_mix
+from .mixes import assert_history_close, random_mix
 
 # the module (its name is also the function's, which tlalign_mm.models
 # exports)
@@ -32,14 +31,14 @@ aligned_module = sys.modules['tlalign_mm.models.aligned_forward']
 
 
 def recorded_tensors(backbone, images, pw, monkeypatch):
-    """Every tensor in the records ``align`` receives, in order."""
+    """Every tensor in the slots ``align`` receives, in order."""
     seen = []
     align = aligned_module.align
 
-    def spy(records, labels, *args, **kwargs):
-        seen.extend(t for r in records for t in r
+    def spy(recorded, *args, **kwargs):
+        seen.extend(t for slot in recorded.slots for t in vars(slot).values()
                     if isinstance(t, torch.Tensor))
-        return align(records, labels, *args, **kwargs)
+        return align(recorded, *args, **kwargs)
 
     with monkeypatch.context() as patch:
         patch.setattr(aligned_module, 'align', spy)
@@ -79,8 +78,7 @@ def outputs_and_grads(backbone, images, pw=None, seed=0):
 @pytest.mark.parametrize('name', every.NAMES)
 def test_a_recorded_forward_is_the_plain_forward(name, training, drop_path):
     backbone, side = every.build(name)
-    for block in every.get_recorder(backbone).blocks(backbone):
-        block.drop_path.drop_prob = drop_path
+    every.set_drop_paths(backbone, drop_path)
     backbone.train(training)
     images, pw, _ = random_mix(4, 2, side, side)
     plain = outputs_and_grads(backbone, images)
@@ -105,8 +103,7 @@ def test_two_backbones_in_two_threads_get_their_own_labels():
         barrier.wait()
 
     for backbone in (first, second):
-        block = every.get_recorder(backbone).blocks(backbone)[0].block
-        block.register_forward_pre_hook(meet)
+        describe(backbone).blocks[0].register_forward_pre_hook(meet)
     results, errors = {}, []
 
     def run(backbone):
@@ -128,48 +125,47 @@ def test_two_backbones_in_two_threads_get_their_own_labels():
         assert torch.equal(results[key], weights)
 
 
-# -- a family the package does not name: keys pooled over token pairs ------
-class PairPooledAttention(nn.Module):
-    """Attention whose keys and values are the means of token pairs."""
+# -- a family the package does not name ----------------------------------
+class ToyAttention(nn.Module):
+    """Attention that computes its softmax through ``self.softmax``."""
 
     def __init__(self, dim=32, heads=2):
         super().__init__()
         self.heads = heads
-        self.q = nn.Linear(dim, dim)
-        self.kv = nn.Linear(dim, 2 * dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.softmax = nn.Softmax(-1)
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x):
         B, N, C = x.shape
-        q = self.q(x).view(B, N, self.heads, -1).transpose(1, 2)
-        pooled = F.avg_pool1d(x.transpose(1, 2), 2).transpose(1, 2)
-        k, v = self.kv(pooled).view(B, N // 2, 2, self.heads,
-                                    -1).permute(2, 0, 3, 1, 4)
-        out = F.scaled_dot_product_attention(q, k, v)
-        return self.proj(out.transpose(1, 2).reshape(B, N, C))
+        q, k, v = self.qkv(x).view(B, N, 3, self.heads,
+                                   -1).permute(2, 0, 3, 1, 4)
+        attn = self.softmax(q @ k.transpose(-2, -1) * (C // self.heads)**-.5)
+        return self.proj((attn @ v).transpose(1, 2).reshape(B, N, C))
 
 
-class PairBlock(nn.Module):
+class ToyBlock(nn.Module):
 
     def __init__(self, dim=32):
         super().__init__()
         self.norm = nn.LayerNorm(dim)
-        self.attn = PairPooledAttention(dim)
+        self.attn = ToyAttention(dim)
+        self.drop_path = DropPath(0.1)
         self.mlp = nn.Linear(dim, dim)
 
     def forward(self, x):
-        x = x + self.attn(self.norm(x))
+        x = x + self.drop_path(self.attn(self.norm(x)))
         return x + self.mlp(x)
 
 
-class PairViT(nn.Module):
-    """Patch tokens (no class token), pair-pooled attention, mean readout."""
+class ToyViT(nn.Module):
+    """Patch tokens (no class token), toy attention, mean readout."""
 
     def __init__(self, dim=32, depth=2, patch=8):
         super().__init__()
         self.patch_embed = PatchEmbed(in_channels=3, embed_dims=dim,
                                       kernel_size=patch, stride=patch)
-        self.blocks = nn.ModuleList(PairBlock(dim) for _ in range(depth))
+        self.blocks = nn.ModuleList(ToyBlock(dim) for _ in range(depth))
 
     def forward(self, x):
         x, _ = self.patch_embed(x)
@@ -178,59 +174,27 @@ class PairViT(nn.Module):
         return (x.mean(1), )
 
 
-# The family: its recording and key map, and nothing else (30 lines).
-class PairKeys(NamedTuple):
-    """Key map: a key's label is the mean label of its token pair."""
-    padded = False
-
-    def to_keys(self, labels):
-        B, N, S = labels.shape
-        return labels.view(B, N // 2, 2, S).mean(2)
-
-    def to_queries(self, attended, mass):
-        return attended, mass
+def the_design_doc_example():
+    """The first Python block of docs/design.md's "Adding a backbone"."""
+    root = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+    with open(osp.join(root, 'docs', 'design.md')) as f:
+        text = f.read().split('### Adding a backbone', 1)[1]
+    namespace = {}
+    exec(re.search(r'```python\n(.*?)```', text, re.S).group(1), namespace)
+    return namespace['describe_toy_vit']
 
 
-def _record_q(recording, attn, module, args, out):
-    if recording.active:
-        B, N, _ = out.shape
-        recording.add(Attention(out.detach().view(B, N, attn.heads,
-                                                  -1).transpose(1, 2)))
-
-
-def _record_k(recording, attn, module, args, out):
-    if recording.active:
-        B, M, _ = out.shape
-        k = out.detach().view(B, M, 2, attn.heads, -1)[:, :, 0]
-        recording.add(Keys(k.transpose(1, 2)))
-        recording.add(PairKeys())
-
-
-class PairViTRecorder(Recorder):
-    attention_types = (f'{__name__}.PairPooledAttention', )
-
-    def blocks(self, backbone):
-        return [Block(b, b.attn, None) for b in backbone.blocks]
-
-    def record_attention(self, block, recording):
-        attn = block.attention
-        return [attn.q.register_forward_hook(partial(_record_q, recording,
-                                                     attn)),
-                attn.kv.register_forward_hook(partial(_record_k, recording,
-                                                      attn))]
-
-
-def test_a_new_family_matches_a_dense_reference():
+def test_the_design_doc_family_matches_a_dense_reference(monkeypatch):
+    monkeypatch.setitem(FAMILIES, f'{__name__}.ToyAttention',
+                        the_design_doc_example())
     torch.manual_seed(0)
-    backbone = PairViT().eval()
+    backbone = ToyViT().eval()
     with torch.no_grad():
         for block in backbone.blocks:
-            block.attn.q.weight.mul_(4)
+            block.attn.qkv.weight[:64].mul_(4)
     images, pw, _ = random_mix(2, 2, 32, 32, box=(3, 21, 5, 30))
-    recording = Recording(backbone, PairViTRecorder())
     with torch.no_grad():
-        ours = aligned_forward(backbone, images, pw, recording=recording,
-                               keep_history=True)
+        ours = aligned_forward(backbone, images, pw, keep_history=True)
     # dense reference: explicit attention from each block's input
     inputs = []
     for block in backbone.blocks:
@@ -243,14 +207,11 @@ def test_a_new_family_matches_a_dense_reference():
         expected = [Y]
         for block, x in zip(backbone.blocks, inputs):
             B, N, C = x.shape
-            q = block.attn.q(x).view(B, N, 2, -1).transpose(1, 2)
-            pooled = x.view(B, N // 2, 2, C).mean(2)
-            k = block.attn.kv(pooled)[..., :C].view(B, N // 2, 2, -1)
-            A = torch.softmax(q @ k.permute(0, 2, 3, 1) * (C // 2)**-0.5, -1)
-            Y = (Y + A.mean(1).double() @ Y.view(B, N // 2, 2, -1).mean(2)) / 2
+            q, k, _ = block.attn.qkv(x).view(B, N, 3, 2, -1).permute(
+                2, 0, 3, 1, 4)
+            A = torch.softmax(q @ k.transpose(-2, -1) * (C // 2)**-0.5, -1)
+            Y = (Y + A.mean(1).double() @ Y) / 2
             expected.append(Y)
-    assert len(ours.history) == len(expected)
-    for a, b in zip(ours.history, expected):
-        assert (a.double() - b).abs().max() <= 1e-5
+    assert_history_close(ours.history, expected, len(expected))
     assert (expected[-1] - expected[0]).abs().max() > 1e-3
     torch.testing.assert_close(ours.weights.double(), expected[-1].mean(1))

@@ -14,8 +14,7 @@ from mmpretrain.registry import DATASETS, MODELS
 
 import tlalign_mm  # noqa: F401  (registration)
 from tlalign_mm import align_labels
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import SwinRecorder, ViTRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 from tlalign_mm.models.spt_lsa import (
     LocalitySelfAttention,
     LocalityWindowMSA,
@@ -32,7 +31,12 @@ from .dense_reference_spt_lsa import (
     patch_mean_labels,
     pixel_labels,
 )
-from .mixes import history_in_classes, in_classes, random_mix
+from .mixes import (
+    assert_history_close,
+    history_in_classes,
+    in_classes,
+    random_mix,
+)
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 VIT_ARCH = dict(embed_dims=48, num_layers=3, num_heads=3,
@@ -94,7 +98,7 @@ def build_swin(seed=0, **kwargs):
 
 def source_space(B, S):
     """Identity targets: class-space labels are then the source weights, so
-    the reference is compared with the tracer's labels as they are."""
+    the reference is compared with the recorded labels as they are."""
     return torch.eye(S).expand(B, S, S)
 
 
@@ -320,10 +324,10 @@ def test_switches_swap_only_what_they_name():
             assert all(
                 type(b.attn.w_msa) is (LocalityWindowMSA if lsa else WindowMSA)
                 for s in swin.stages for b in s.blocks)
-            # No tracer of their own: the ViT/Swin tracers, with SPT's
+            # No description of their own: the ViT/Swin ones, with SPT's
             # token rule and LSA as a MultiheadAttention/WindowMSA.
-            assert type(get_recorder(vit)) is ViTRecorder
-            assert type(get_recorder(swin)) is SwinRecorder
+            assert {t.kind for t in describe(vit).taps} == {'qkv', 'keep'}
+            assert 'windows' in {t.kind for t in describe(swin).taps}
 
 
 def test_paper_archs():
@@ -368,17 +372,15 @@ def test_sl_vit_matches_dense_reference(case):
     vit = build_vit(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
     area_share = pw.mean((2, 3))
-    traced = aligned_forward(vit, images, pw, keep_history=True)
+    aligned = aligned_forward(vit, images, pw, keep_history=True)
     ref, ref_history, ref_tokens = dense_sl_vit_labels(
         vit, images, pw, source_space(2, S), area_share)
     # The reference's own forward is the model's.
     if vit.out_type == 'cls_token':
-        assert (traced.feats[-1].double() -
+        assert (aligned.feats[-1].double() -
                 ref_tokens[:, 0]).abs().max() < 1e-4
-    assert (traced.weights.double() - ref).abs().max() <= 1e-5
-    assert len(traced.history) == len(ref_history) == 4
-    for mine, theirs in zip(traced.history, ref_history):
-        assert (mine.double() - theirs).abs().max() <= 1e-5
+    assert (aligned.weights.double() - ref).abs().max() <= 1e-5
+    assert_history_close(aligned.history, ref_history, 4)
     # The alignment moved labels: the test can fail.
     assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-2
     # and the public entry point, in class space, agrees
@@ -392,7 +394,7 @@ def test_lsa_masking_is_what_is_tested():
     labels, far beyond the tolerance."""
     vit = build_vit()
     images, pw, _ = random_mix(2, 2, 32, 32)
-    traced = aligned_forward(vit, images, pw, keep_history=True)
+    aligned = aligned_forward(vit, images, pw, keep_history=True)
     plain = build_vit()
     for layer in plain.layers:
         layer.attn.diagonal_masking = False
@@ -401,7 +403,7 @@ def test_lsa_masking_is_what_is_tested():
     _, other, _ = dense_sl_vit_labels(plain, images, pw, source_space(2, 2),
                                       pw.mean((2, 3)))
     assert max((a.double() - b).abs().max()
-               for a, b in zip(traced.history, other)) > 1e-2
+               for a, b in zip(aligned.history, other)) > 1e-2
 
 
 SWIN_CASES = [
@@ -425,14 +427,12 @@ def test_sl_swin_matches_dense_reference(case):
                             case.pop('size'), case.pop('box', None))
     swin = build_swin(**case)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = aligned_forward(swin, images, pw, keep_history=True)
+    aligned = aligned_forward(swin, images, pw, keep_history=True)
     ref, ref_history, ref_feat = dense_sl_swin_labels(
         swin, images, pw, source_space(2, S))
-    assert (traced.feats[-1].double() - ref_feat).abs().max() < 1e-4
-    assert (traced.weights.double() - ref).abs().max() <= 1e-5
-    assert len(traced.history) == len(ref_history) == sum(swin.depths) + 1
-    for mine, theirs in zip(traced.history, ref_history):
-        assert (mine.double() - theirs).abs().max() <= 1e-5
+    assert (aligned.feats[-1].double() - ref_feat).abs().max() < 1e-4
+    assert (aligned.weights.double() - ref).abs().max() <= 1e-5
+    assert_history_close(aligned.history, ref_history, sum(swin.depths) + 1)
     assert (ref_history[1] - ref_history[0]).abs().max() > 1e-2
     torch.testing.assert_close(
         align_labels(swin, images, pw, targets).double(),
@@ -447,8 +447,8 @@ def test_sl_swin_pooling_labels_are_the_shifted_windows():
         for block in stage.blocks:
             block.attn.w_msa.softmax = EyeSoftmax(dim=-1)
     images, pw, targets = random_mix(2, 2, 32, 32, box=(5, 21, 9, 27))
-    traced = aligned_forward(swin, images, pw, keep_history=True)
-    ours = history_in_classes(traced.history, targets)
+    aligned = aligned_forward(swin, images, pw, keep_history=True)
+    ours = history_in_classes(aligned.history, targets)
     initial = brute_force_spt_labels(pixel_labels(pw, targets), 2, 1)
     pooled = brute_force_spt_labels(
         initial.reshape(2, 16, 16, -1).permute(0, 3, 1, 2), 2, 1)
@@ -479,8 +479,6 @@ COMPONENTS = [
           num_heads=3), lambda: torch.randn(2, 9, 24)),
     (dict(type='SLViT', arch=VIT_ARCH), lambda: torch.randn(2, 3, 32, 32)),
     (dict(type='SLSwin', arch=SWIN_ARCH), lambda: torch.randn(2, 3, 32, 32)),
-    (dict(type='TLAlignBackbone', backbone=dict(type='SLViT', arch=VIT_ARCH)),
-     lambda: torch.randn(2, 3, 32, 32)),
 ]
 
 
@@ -600,7 +598,7 @@ def test_config_parses_and_model_builds(path):
     small = small_model_cfg(cfg)
     model = MODELS.build(small)
     assert type(model.backbone).__name__ == backbone.type
-    get_recorder(model.backbone)
+    describe(model.backbone)
 
 
 def small_model_cfg(cfg):

@@ -7,11 +7,14 @@ import pytest
 import torch
 from mmpretrain.registry import MODELS
 
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import SwinRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_swin_v2 import dense_swin_v2_labels
-from .mixes import history_in_classes, in_classes, random_mix
+from .mixes import (
+    assert_history_close,
+    in_classes,
+    random_mix,
+)
 from .test_swin_alignment import (
     check_drop_path_keeps_labels,
     check_tiny_geometry,
@@ -84,10 +87,10 @@ def test_matches_dense_reference(case):
                             case.pop('box', None))
     residual_norm = case.pop('residual_norm', True)
     swin = build_swin_v2(**case)
-    assert isinstance(get_recorder(swin), SwinRecorder)
+    assert 'windows' in {t.kind for t in describe(swin).taps}
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    traced = aligned_forward(swin, images, pw, residual_norm=residual_norm,
-                             keep_history=True)
+    aligned = aligned_forward(swin, images, pw, residual_norm=residual_norm,
+                              keep_history=True)
     ref, ref_history, ref_feat = dense_swin_v2_labels(
         swin, images, pw, targets, patch=4,
         pretrained_window_sizes=case.get('pretrained_window_sizes',
@@ -98,29 +101,26 @@ def test_matches_dense_reference(case):
     # model's attention.
     plain64 = copy.deepcopy(swin).double()(images.double())[-1]
     assert (plain64 - ref_feat).abs().max() < 1e-5
-    assert (traced.expand(targets).double() - ref).abs().max() <= 1e-5
-    ours = history_in_classes(traced.history, targets)
-    assert len(ours) == len(ref_history) == sum(swin.depths) + 1
-    for mine, theirs in zip(ours, ref_history):
-        assert (mine - theirs).abs().max() <= 1e-5
+    assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
+    assert_history_close(aligned.history, ref_history,
+                         sum(swin.depths) + 1, targets)
     # The alignment moved the labels (in the first block, and the target
     # away from CutMix's area target: source shares by 100 times the
     # tolerance, the class label beyond it).
     assert (ref_history[1] - ref_history[0]).abs().max() > 1e-2
     area = pw.mean((2, 3))
-    assert (traced.weights - area).abs().max() > 1e-3
+    assert (aligned.weights - area).abs().max() > 1e-3
     assert (ref - in_classes(area, targets)).abs().max() > 1e-4
 
 
 def test_unregistered_downsample_is_a_clear_error(monkeypatch):
-    from tlalign_mm.models.recorders import token_rules
-    rules = dict(token_rules._RULES)
-    rules.pop('mmpretrain.models.utils.embed.PatchMerging')
-    monkeypatch.setattr(token_rules, '_RULES', rules)
+    from tlalign_mm.models.token_rules import TOKEN_RULES
+    swin = MODELS.build(dict(type='SwinTransformerV2', arch=ARCH2,
+                             window_size=4, out_indices=(1, )))
+    monkeypatch.delitem(TOKEN_RULES,
+                        'mmpretrain.models.utils.embed.PatchMerging')
     with pytest.raises(NotImplementedError, match='PatchMerging'):
-        MODELS.build(dict(type='TLAlignBackbone', backbone=dict(
-            type='SwinTransformerV2', arch=ARCH2, window_size=4,
-            out_indices=(1, ))))
+        describe(swin)
 
 
 def test_swin_v2_tiny_geometry_256():

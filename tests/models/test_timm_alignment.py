@@ -13,8 +13,7 @@ import torch.nn.functional as F
 from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
-from tlalign_mm.models import aligned_forward
-from tlalign_mm.models.recorders import TimmViTRecorder, get_recorder
+from tlalign_mm.models import aligned_forward, describe
 
 from .dense_reference_timm import (
     dense_readout,
@@ -22,7 +21,7 @@ from .dense_reference_timm import (
     dense_timm_labels,
     initial_labels,
 )
-from .mixes import in_classes, random_mix
+from .mixes import assert_history_close, in_classes, random_mix
 
 
 def sharpen(model, factor=4.0, seed=0):
@@ -113,9 +112,8 @@ def check_against_reference(backbone, images, pw, targets, patch,
         ref_history = dense_timm_labels(model, inputs, Y)
     ref = dense_readout(model, ref_history[-1])
     assert (labels.double() - ref).abs().max() <= 1e-5
-    assert len(history) == len(ref_history) == len(model.blocks) + 1
-    for ours, theirs in zip(history, ref_history):
-        assert (in_classes(ours, targets) - theirs).abs().max() <= 1e-5
+    assert_history_close(history, ref_history, len(model.blocks) + 1,
+                         targets)
     if moved:  # the alignment moved labels and the readout: it can fail
         assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-2
         start = dense_readout(model, ref_history[0])
@@ -230,7 +228,7 @@ def test_drop_path_follows_timms_own_draw(fused):
                      img_size=64, drop_path_rate=0.1)
     for block in backbone.timm_model.blocks:
         block.drop_path1.drop_prob = block.drop_path2.drop_prob = 0.5
-    plain = copy.deepcopy(backbone)  # never traced
+    plain = copy.deepcopy(backbone)  # never aligned
     model = backbone.timm_model
     backbone.train()
     plain.train()
@@ -243,32 +241,32 @@ def test_drop_path_follows_timms_own_draw(fused):
         handles.append(block.drop_path1.register_forward_hook(
             lambda m, args, out: keeps.append(out.flatten(1).any(1))))
     torch.manual_seed(5)
-    traced = aligned_forward(backbone, images, pw, keep_history=True)
+    aligned = aligned_forward(backbone, images, pw, keep_history=True)
     for handle in handles:
         handle.remove()
     torch.manual_seed(5)
     tokens = plain(images)[0]
-    # The traced forward drew timm's own masks: its tokens are the plain
+    # The aligned forward drew timm's own masks: its tokens are the plain
     # forward's (the fused path feeds wider heads: equal to rounding).
-    torch.testing.assert_close(traced.feats[0], tokens, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(aligned.feats[0], tokens, atol=1e-5, rtol=1e-5)
     keeps = torch.stack(keeps)
     assert not keeps.all() and keeps.any()  # both cases occur
     with torch.no_grad():
         Y = initial_labels(model, pw, targets, pw.mean((2, 3)), 16)
         ref = dense_timm_labels(model, inputs, Y, keeps)
-    for i, (ours, theirs) in enumerate(zip(traced.history, ref)):
+    for i, (ours, theirs) in enumerate(zip(aligned.history, ref)):
         assert (in_classes(ours, targets) - theirs).abs().max() <= 1e-5
         if i:  # dropped samples keep their labels in that block
             dropped = ~keeps[i - 1]
-            assert torch.equal(ours[dropped], traced.history[i - 1][dropped])
+            assert torch.equal(ours[dropped], aligned.history[i - 1][dropped])
 
 
 def test_eval_forward_is_the_plain_timm_model_bit_for_bit():
     kwargs = dict(model_name='deit_tiny_patch16_224', depth=3, img_size=64)
     for pool in ('token', 'avg'):
         torch.manual_seed(0)
-        built = MODELS.build(dict(type='TLAlignBackbone', backbone=dict(
-            type='PooledTIMMBackbone', global_pool=pool, **kwargs)))
+        built = MODELS.build(dict(type='PooledTIMMBackbone',
+                                  global_pool=pool, **kwargs))
         built.eval()
         assert type(built).__name__ == 'TIMMBackbone'
         timm_kwargs = dict(kwargs)
@@ -283,7 +281,7 @@ def test_eval_forward_is_the_plain_timm_model_bit_for_bit():
             expected = model.forward_head(model.forward_features(images),
                                           pre_logits=True)
             assert torch.equal(built(images)[0], expected)
-            align_labels(built, images, pw, targets)  # taps used once
+            align_labels(built, images, pw, targets)  # recorded once
             assert torch.equal(built(images)[0], expected)
 
 
@@ -376,11 +374,11 @@ def test_every_other_timm_model_gets_a_clear_error():
     tiny = dict(img_size=32, patch_size=8, embed_dim=32, depth=1,
                 num_heads=2)
 
-    def tlalign(**backbone):
-        return MODELS.build(dict(type='TLAlignBackbone', backbone=backbone))
+    def described(**backbone):
+        return describe(MODELS.build(backbone))
 
     with pytest.raises(ValueError, match="type='PooledTIMMBackbone'"):
-        tlalign(type='TIMMBackbone', model_name='deit_tiny_patch16_224',
+        described(type='TIMMBackbone', model_name='deit_tiny_patch16_224',
                 **tiny)
     for name, kwargs in [
         ('swin_tiny_patch4_window7_224',
@@ -389,9 +387,8 @@ def test_every_other_timm_model_gets_a_clear_error():
     ]:
         with pytest.raises(NotImplementedError,
                            match="VisionTransformer family.*SwinTransformer"):
-            tlalign(type='TIMMBackbone', model_name=name, **kwargs)
+            described(type='TIMMBackbone', model_name=name, **kwargs)
         bare = timm.create_model(name, pretrained=False, **kwargs)
-        assert isinstance(get_recorder(bare), TimmViTRecorder)
         with pytest.raises(NotImplementedError, match='does not record timm'):
             align_labels(bare, images, pw, targets)
     for kwargs, match in [

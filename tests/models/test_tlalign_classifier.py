@@ -8,6 +8,8 @@ from mmpretrain.structures import DataSample
 
 from tlalign_mm import align_labels
 
+from .mixes import head_samples
+
 ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
 
 
@@ -48,13 +50,17 @@ def test_loss_uses_the_aligned_label(batch_size):
     model.backbone.eval()  # no drop-path: a deterministic reference
     expected = align_labels(model.backbone, batch['inputs'],
                             mix.pixel_weights, mix.targets, mix.area_share)
+    given = head_samples(model)
     losses = model(**batch, mode='loss')
     assert torch.isfinite(losses['loss'])
-    aligned = torch.stack([s.gt_score for s in samples])
+    aligned = torch.stack([s.gt_score for s in given])
     torch.testing.assert_close(aligned, expected)
     torch.testing.assert_close(aligned.sum(-1), torch.ones(batch_size))
     if batch_size > 1:  # with a partner image, alignment moves the label
         assert (aligned - mixed).abs().max() > 1e-4
+    # ... on fresh samples: the caller's keep the mixed target.
+    assert torch.equal(torch.stack([s.gt_score for s in samples]), mixed)
+    assert all(a is not b for a, b in zip(given, samples))
 
 
 def test_predict_is_bit_identical_to_image_classifier():
@@ -108,5 +114,35 @@ def test_align_cfg_reaches_the_backbone():
                                           residual_norm=False)))
     # The backbone is the plain one; the options are the classifier's.
     assert type(model.backbone).__name__ == 'VisionTransformer'
-    assert model.align_cfg['align_layers'] == 'last'
-    assert model.align_cfg['residual_norm'] is False
+    assert model.align_cfg.align_layers == 'last'
+    assert model.align_cfg.residual_norm is False
+
+
+BAD_OPTIONS = {
+    # --cfg-options model.align_cfg.residual_norm=no gives the string 'no'
+    "residual_norm='no'": (dict(residual_norm='no'), TypeError,
+                           'residual_norm must be True or False'),
+    "residual_norm='yes'": (dict(residual_norm='yes'), TypeError,
+                            'residual_norm must be True or False'),
+    'follow_drop_path=1': (dict(follow_drop_path=1), TypeError,
+                           'follow_drop_path must be True or False'),
+    'unknown key': (dict(align_layer='last'), ValueError,
+                    r"known: \['align_layers'"),
+    'layer out of range': (dict(align_layers=[2]), ValueError,
+                           'out of range'),
+    # the removed wrapper, with a typo it used to drop silently
+    'TLAlignBackbone': ('wrapper', ValueError, 'align_cfg=dict'),
+}
+
+
+@pytest.mark.parametrize('case', list(BAD_OPTIONS))
+def test_options_are_checked_at_build(case):
+    options, error, match = BAD_OPTIONS[case]
+    cfg = model_cfg()
+    if options == 'wrapper':
+        cfg['backbone'] = dict(type='TLAlignBackbone', align_layer='last',
+                               backbone=cfg['backbone'])
+    else:
+        cfg['align_cfg'] = options
+    with pytest.raises(error, match=match):
+        MODELS.build(cfg)

@@ -51,7 +51,7 @@ class TorchBernoulliDropPath(torch.nn.Module):
 
 def set_drop_path(vit, kind, rate=0.5):
     """Put a drop-path of ``kind`` on every block's attention branch: the
-    tracer must learn the mask from the module's own call, whatever RNG it
+    taps must learn the mask from the module's own call, whatever RNG it
     draws from."""
     import timm.layers
     for layer in vit.layers:
@@ -75,8 +75,8 @@ def test_drop_path_keeps_labels_of_dropped_samples(follow, kind):
     images, pw, _ = random_mix(8, 2, 32, 32)
     ios, handles = capture_attention_io(vit)
     torch.manual_seed(3)
-    traced = aligned_forward(vit, images, pw, keep_history=True,
-                            follow_drop_path=follow)
+    aligned = aligned_forward(vit, images, pw, keep_history=True,
+                              follow_drop_path=follow)
     for h in handles:
         h.remove()
     dropped_any = kept_any = False
@@ -87,7 +87,7 @@ def test_drop_path_keeps_labels_of_dropped_samples(follow, kind):
         dropped = out.flatten(1).abs().amax(1) == 0
         torch.testing.assert_close(out[~dropped], undropped[~dropped] / 0.5,
                                    atol=1e-5, rtol=1e-5)
-        before, after = traced.history[i], traced.history[i + 1]
+        before, after = aligned.history[i], aligned.history[i + 1]
         expected = (before + A.mean(1) @ before) / 2
         if follow:
             torch.testing.assert_close(after[dropped], before[dropped],
@@ -102,7 +102,7 @@ def test_drop_path_keeps_labels_of_dropped_samples(follow, kind):
 
 
 @pytest.mark.parametrize('kind', DROP_PATHS)
-def test_tracing_draws_no_extra_random_numbers(kind):
+def test_recording_draws_no_extra_random_numbers(kind):
     vit = build_vit(out_type='raw')
     set_drop_path(vit, kind)
     for layer in vit.layers:
@@ -114,8 +114,8 @@ def test_tracing_draws_no_extra_random_numbers(kind):
     vit.out_type = 'avg_featmap'
     vit.ln2 = torch.nn.Identity()
     torch.manual_seed(5)
-    traced = aligned_forward(vit, images, pw)
-    torch.testing.assert_close(traced.feats[0], plain[:, 1:].mean(1),
+    aligned = aligned_forward(vit, images, pw)
+    torch.testing.assert_close(aligned.feats[0], plain[:, 1:].mean(1),
                                atol=1e-5, rtol=1e-5)
 
 
@@ -126,14 +126,14 @@ def test_attention_dropout_labels_use_pre_dropout_attention():
     vit.train()
     images, pw, targets = random_mix(3, 2, 32, 32)
     ios, handles = capture_attention_io(vit)
-    traced = aligned_forward(vit, images, pw, keep_history=True)
+    aligned = aligned_forward(vit, images, pw, keep_history=True)
     for h in handles:
         h.remove()
     for i, (layer, (x_in, _)) in enumerate(zip(vit.layers, ios)):
         with torch.no_grad():
             A, _ = explicit_attention(layer.attn, x_in)
-        before = traced.history[i]
-        torch.testing.assert_close(traced.history[i + 1],
+        before = aligned.history[i]
+        torch.testing.assert_close(aligned.history[i + 1],
                                    (before + A.mean(1) @ before) / 2,
                                    atol=1e-5, rtol=0)
 
@@ -147,8 +147,8 @@ def test_attention_dropout_labels_use_pre_dropout_attention():
 def test_ablation_switches_match_dense_reference(align_layers, residual_norm):
     vit = build_vit()
     images, pw, targets = random_mix(3, 2, 32, 32, box=(5, 27, 2, 19))
-    traced = aligned_forward(vit, images, pw, align_layers=align_layers,
-                            residual_norm=residual_norm)
+    aligned = aligned_forward(vit, images, pw, align_layers=align_layers,
+                              residual_norm=residual_norm)
     layers = None if align_layers == 'all' else (
         [-1] if align_layers == 'last' else align_layers)
     with torch.no_grad():
@@ -157,7 +157,7 @@ def test_ablation_switches_match_dense_reference(align_layers, residual_norm):
                                      residual_norm=residual_norm)
         full, _, _ = dense_vit_labels(vit, images, pw, targets,
                                       pw.mean((2, 3)), 8)
-    ours = traced.expand(targets).double()
+    ours = aligned.expand(targets).double()
     assert (ours - ref).abs().max() <= 1e-5
     assert (ours - full).abs().max() > 1e-4  # the switch changed something
 

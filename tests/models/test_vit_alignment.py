@@ -8,7 +8,7 @@ from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
 from .dense_reference import dense_vit_labels
-from .mixes import random_mix
+from .mixes import assert_history_close, random_mix
 
 ARCH = dict(embed_dims=48, num_layers=3, num_heads=3, feedforward_channels=96)
 
@@ -70,11 +70,7 @@ def test_matches_dense_reference(case):
         ref, ref_history, _ = dense_vit_labels(vit, images, pw, targets,
                                                area_share, patch=8)
     assert (labels.double() - ref).abs().max() <= 1e-5
-    assert len(history) == len(ref_history) == 4
-    for ours, theirs in zip(history, ref_history):
-        ours_cls = torch.einsum('bns,bsc->bnc', ours.double(),
-                                targets.double())
-        assert (ours_cls - theirs).abs().max() <= 1e-5
+    assert_history_close(history, ref_history, 4, targets)
     # The alignment moved something: the test can fail.
     if vit.out_type == 'cls_token':
         assert (ref - torch.einsum('bs,bsc->bc', area_share.double(),
@@ -102,11 +98,11 @@ def test_tokens_are_the_plain_forward():
     images, pw, _ = random_mix(2, 2, 32, 32)
     plain = vit(images)[0]
     vit.out_type = 'cls_token'
-    traced = aligned_forward(vit, images, pw)
+    aligned = aligned_forward(vit, images, pw)
     vit.out_type = 'raw'
-    # The traced call feeds the fused kernel wider (zero-padded) heads, so
+    # The aligned call feeds the fused kernel wider (zero-padded) heads, so
     # the tokens agree to rounding, not bit for bit; eval is bit-identical.
-    torch.testing.assert_close(traced.feats[0], plain[:, 0], atol=1e-5,
+    torch.testing.assert_close(aligned.feats[0], plain[:, 0], atol=1e-5,
                                rtol=1e-5)
 
 
@@ -118,16 +114,16 @@ def test_bf16_autocast_keeps_labels_fp32_accurate():
     vit.layers[0].attn.qkv.register_forward_hook(
         lambda m, i, o: dtypes.append(o.dtype))
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        traced = aligned_forward(vit, images, pw, keep_history=True)
+        aligned = aligned_forward(vit, images, pw, keep_history=True)
     assert dtypes == [torch.bfloat16]  # the attention ran in bf16
-    for labels in traced.history:
+    for labels in aligned.history:
         assert labels.dtype == torch.float32
         # bf16 label arithmetic would be off by ~1e-3.
         torch.testing.assert_close(labels.sum(-1),
                                    torch.ones(labels.shape[:2]),
                                    atol=1e-6, rtol=0)
     ref, _, _ = dense_vit_labels(vit, images, pw, targets, pw.mean((2, 3)), 8)
-    ours = torch.einsum('bs,bsc->bc', traced.weights.double(),
+    ours = torch.einsum('bs,bsc->bc', aligned.weights.double(),
                         targets.double())
     # The attention itself comes from bf16 q, k.
     assert (ours - ref).abs().max() < 3e-2
@@ -149,5 +145,5 @@ def test_bad_inputs_get_clear_errors():
     vit.out_type = 'featmap'
     with pytest.raises(ValueError, match='out_type'):
         align_labels(vit, images, pw, targets)
-    with pytest.raises(NotImplementedError, match='no recorder'):
+    with pytest.raises(NotImplementedError, match='no family description'):
         align_labels(torch.nn.Conv2d(3, 3, 1), images, pw, targets)

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from tlalign_mm.core.token_labels import label_map_of
-from tlalign_mm.models.recorders import get_recorder
+from tlalign_mm.models.families import describe
 
 from .label_rmse import aligned_source_weights
 
@@ -20,11 +20,6 @@ def token_grid(num_tokens: int, image_hw: Tuple[int, int]) -> Tuple[int, int]:
     grids = [(num_tokens // w, w) for w in range(1, num_tokens + 1)
              if num_tokens % w == 0]
     return min(grids, key=lambda g: abs(math.log(g[1] * H / (g[0] * W))))
-
-
-def spatial_labels(backbone: nn.Module, labels: torch.Tensor) -> torch.Tensor:
-    """``(B, N, S)`` token labels without the class/distillation tokens."""
-    return labels[:, get_recorder(backbone).num_extra_tokens(backbone):]
 
 
 def label_colours(weights: torch.Tensor) -> torch.Tensor:
@@ -51,21 +46,20 @@ class LabelMaps(NamedTuple):
 
 
 @torch.no_grad()
-def label_maps(backbone: nn.Module, batch) -> LabelMaps:
+def label_maps(model: nn.Module, batch) -> LabelMaps:
     """The initial and aligned label maps of a two-source
-    :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch`, from
-    :func:`tlalign_mm.align_labels` (``return_token_labels=True``) on the
-    model's backbone."""
+    :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch`, by the model's
+    own rule (its ``align_cfg``; see :func:`.aligned_source_weights`)."""
     record = batch.record
     if record.num_sources != 2:
         raise ValueError('Label maps show two sources; mix the batch.')
-    readout, history = aligned_source_weights(
-        backbone, batch.mixed, record.pixel_weights,
-        record.area_share, return_token_labels=True)
+    readout, history = aligned_source_weights(model, batch.mixed, record,
+                                              return_token_labels=True)
     hw = tuple(batch.mixed.shape[-2:])
+    extra = describe(model.backbone).extra_tokens
     maps = []
     for labels in (history[0], history[-1]):
-        labels = spatial_labels(backbone, labels)
+        labels = labels[:, extra:]
         maps.append(label_map_of(labels, token_grid(labels.shape[1], hw)))
     return LabelMaps(maps[0], maps[1], readout, record.area_share.float())
 

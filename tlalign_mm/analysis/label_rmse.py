@@ -1,4 +1,5 @@
-"""How far TL-Align moves the CutMix target (the paper's Fig. 3).
+"""How far a model's training target (TL-Align's with its options, or
+TransMix's) moves from the CutMix target (the paper's Fig. 3).
 
 Both labels are compared as source weights ``(B, S)`` (each source's share
 of the label; expanding to classes is linear, ``weights @ targets``):
@@ -13,21 +14,37 @@ of the label; expanding to classes is linear, ``weights @ targets``):
 from typing import Dict, Iterable
 
 import torch
+import torch.nn as nn
 
-from tlalign_mm.models.align_labels import align_labels
+from tlalign_mm.core import AlignOptions, MixRecord
+from tlalign_mm.models.aligned_forward import aligned_forward
+from tlalign_mm.models.transmix import check_transmix_cfg, transmix_target
 
 
-def aligned_source_weights(backbone, images: torch.Tensor,
-                           pixel_weights: torch.Tensor,
-                           area_share: torch.Tensor,
+@torch.no_grad()
+def aligned_source_weights(model: nn.Module, images: torch.Tensor,
+                           record: MixRecord,
                            return_token_labels: bool = False):
-    """TL-Align's label of each sample as source weights ``(B, S)`` (and,
-    optionally, the token labels after every block), from
-    :func:`tlalign_mm.align_labels` with each source as its own class."""
-    B, S = area_share.shape
-    eye = torch.eye(S, device=images.device).expand(B, S, S)
-    return align_labels(backbone, images, pixel_weights, eye, area_share,
-                        return_token_labels=return_token_labels)
+    """The label ``model`` trains on for each sample, as source weights
+    ``(B, S)`` (and, optionally, the token labels before and after every
+    block): TL-Align's with the model's own ``align_cfg``, or TransMix's
+    (with its ``transmix_cfg``) for ``target='transmix'``. A model that is
+    no ``TLAlignClassifier`` (a CutMix model) gets the default rule."""
+    if getattr(model, 'target', 'tlalign') == 'transmix':
+        if return_token_labels:
+            raise ValueError('TransMix gives no token labels; this analysis '
+                             "needs TL-Align's (a target='tlalign' or "
+                             "'cutmix' model).")
+        return transmix_target(model.backbone, images, record,
+                               **check_transmix_cfg(
+                                   getattr(model, 'transmix_cfg', None))
+                               ).weights
+    aligned = aligned_forward(
+        model.backbone, images, record.pixel_weights, record.area_share,
+        *getattr(model, 'align_cfg', AlignOptions()),
+        keep_history=return_token_labels)
+    return (aligned.weights, aligned.history) if return_token_labels else \
+        aligned.weights
 
 
 class RMSEMeter:
@@ -61,14 +78,13 @@ class RMSEMeter:
             num_images=self.num_images)
 
 
-def label_rmse(backbone, batches: Iterable) -> Dict[str, float]:
-    """RMSE between the area (CutMix) label and the TL-Align label over
+@torch.no_grad()
+def label_rmse(model: nn.Module, batches: Iterable) -> Dict[str, float]:
+    """RMSE between the area (CutMix) label and the label ``model`` trains
+    on (:func:`aligned_source_weights`) over
     :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch` es."""
     meter = RMSEMeter()
     for batch in batches:
-        record = batch.record
-        aligned = aligned_source_weights(backbone, batch.mixed,
-                                         record.pixel_weights,
-                                         record.area_share)
-        meter.update(aligned, record.area_share, batch.targets)
+        aligned = aligned_source_weights(model, batch.mixed, batch.record)
+        meter.update(aligned, batch.record.area_share, batch.targets)
     return meter.result()

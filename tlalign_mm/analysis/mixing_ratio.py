@@ -12,9 +12,10 @@ by block, with
 
 - CutMix: the area ratio ``lambda``, the same at every block;
 - TransMix: ``(lambda + lambda_attn) / 2`` from the last block's class
-  attention (class-token ViTs only), one value;
-- TL-Align: the readout token's aligned label after block ``l``, from
-  :func:`tlalign_mm.align_labels` (``return_token_labels=True``).
+  attention (class-token ViTs only, with the model's ``transmix_cfg``),
+  one value;
+- TL-Align: the readout token's aligned label after block ``l``, by the
+  model's own rule (its ``align_cfg``).
 
 All ratios are the share of source 0 (the image the box is pasted into).
 """
@@ -23,24 +24,27 @@ from typing import Dict, List
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core.transmix import transmix_lambda_from_weighted
-from tlalign_mm.models.recorders import ViTRecorder, get_recorder
-from tlalign_mm.models.transmix import transmix_forward
-
-from .label_rmse import aligned_source_weights
+from tlalign_mm.core import AlignOptions, readout
+from tlalign_mm.models.aligned_forward import aligned_forward
+from tlalign_mm.models.families import describe
+from tlalign_mm.models.transmix import (
+    check_transmix_cfg,
+    takes_transmix,
+    transmix_target,
+)
 
 
 def transformer_blocks(backbone: nn.Module) -> List[nn.Module]:
     """The blocks whose outputs are the per-layer tokens, in order (the
-    recorder's blocks)."""
-    return [block.block for block in get_recorder(backbone).blocks(backbone)]
+    family description's)."""
+    return describe(backbone).blocks
 
 
 def readout_tokens(backbone: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """``(B, N, D)`` -> ``(B, D)``: the token the head classifies (class
-    token) or, for pooled models, the mean token (the recorder's readout).
-    Works for features and for token labels alike."""
-    return get_recorder(backbone).readout(backbone, tokens)
+    token) or, for pooled models, the mean token (the description's
+    readout). Works for features and for token labels alike."""
+    return readout(tokens, describe(backbone).readout)
 
 
 @torch.no_grad()
@@ -74,18 +78,14 @@ def similarity_ratio(mixed: torch.Tensor, a: torch.Tensor,
                        torch.full_like(total, 0.5))
 
 
-def has_class_attention(backbone: nn.Module) -> bool:
-    return isinstance(get_recorder(backbone), ViTRecorder) and \
-        getattr(backbone, 'out_type', None) == 'cls_token'
-
-
 @torch.no_grad()
-def mixing_ratios(backbone: nn.Module, batch) -> Dict[str, torch.Tensor]:
+def mixing_ratios(model: nn.Module, batch) -> Dict[str, torch.Tensor]:
     """Per-image, per-block source-0 ratios of one two-source batch.
 
     Args:
-        backbone: the model's backbone (its TL-Align options, if it was
-            built by ``TLAlignBackbone``, apply).
+        model: the classifier; TL-Align's labels follow its ``align_cfg``
+            and TransMix its ``transmix_cfg`` (the defaults for a model
+            built without them).
         batch (MixedBatch): a two-source mixed batch.
 
     Returns:
@@ -96,23 +96,24 @@ def mixing_ratios(backbone: nn.Module, batch) -> Dict[str, torch.Tensor]:
     if record.num_sources != 2:
         raise ValueError('The mixing ratio compares two sources; mix the '
                          "batch with 'cutmix', 'mixup' or 'resizemix'.")
+    backbone = model.backbone
     mixed = block_readouts(backbone, batch.mixed)
     a = block_readouts(backbone, batch.source_images(0))
     b = block_readouts(backbone, batch.source_images(1))
     similarity = torch.stack(
         [similarity_ratio(m, x, y) for m, x, y in zip(mixed, a, b)], 1)
-    _, history = aligned_source_weights(backbone, batch.mixed,
-                                        record.pixel_weights,
-                                        record.area_share,
-                                        return_token_labels=True)
+    history = aligned_forward(
+        backbone, batch.mixed, record.pixel_weights, record.area_share,
+        *getattr(model, 'align_cfg', AlignOptions()),
+        keep_history=True).history
     tlalign = torch.stack(
         [readout_tokens(backbone, labels)[:, 0] for labels in history[1:]],
         1)
     out = dict(similarity=similarity, tlalign=tlalign,
                cutmix=record.area_share[:, 0].float())
-    if has_class_attention(backbone):
-        weighted = transmix_forward(backbone, batch.mixed,
-                                    record.pixel_weights).weights
-        out['transmix'] = transmix_lambda_from_weighted(
-            weighted, record.area_share)[:, 0]
+    if takes_transmix(backbone):
+        out['transmix'] = transmix_target(
+            backbone, batch.mixed, record,
+            **check_transmix_cfg(getattr(model, 'transmix_cfg', None))
+        ).weights[:, 0]
     return out

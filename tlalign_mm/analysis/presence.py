@@ -27,7 +27,7 @@ import torch
 import torch.nn as nn
 
 from tlalign_mm.models.aligned_forward import aligned_forward
-from tlalign_mm.models.recorders import get_recorder
+from tlalign_mm.models.families import describe
 
 
 class LayerPresence(NamedTuple):
@@ -44,8 +44,7 @@ class LayerPresence(NamedTuple):
     grid: Tuple[int, int]
 
 
-def _patch_stride(backbone: nn.Module) -> Tuple[int, int]:
-    embed = get_recorder(backbone).patch_embed(backbone)
+def _patch_stride(embed: nn.Module) -> Tuple[int, int]:
     conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
     if not isinstance(conv, nn.Conv2d):
         raise NotImplementedError(
@@ -77,12 +76,12 @@ def cell_sources(image_hw: Tuple[int, int], cell: Tuple[int, int],
 
 
 def block_grids(backbone: nn.Module, images: torch.Tensor) -> List[int]:
-    """Number of spatial tokens each block works on, read off one traced
+    """Number of spatial tokens each block works on, read off one recorded
     forward (the labels after block ``l`` hold one row per token)."""
     B = images.shape[0]
     pw = images.new_ones(B, 1, *images.shape[-2:]).float()
-    traced = aligned_forward(backbone, images, pw, keep_history=True)
-    return [h.shape[1] for h in traced.history[1:]]
+    aligned = aligned_forward(backbone, images, pw, keep_history=True)
+    return [h.shape[1] for h in aligned.history[1:]]
 
 
 def source_of_tokens(n_extra: int, n_patches: int) -> List[int]:
@@ -97,7 +96,7 @@ def token_presence(backbone: nn.Module,
     """Presence of every token entering every block, see the module doc.
 
     Args:
-        backbone (nn.Module): a plain backbone a recorder supports whose patch
+        backbone (nn.Module): a backbone of a described family whose patch
             embedding cuts non-overlapping patches (ViT/DeiT, Swin), in the
             mode (eval) to analyse.
         images (Tensor): ``(B, 3, H, W)``.
@@ -105,10 +104,10 @@ def token_presence(backbone: nn.Module,
     Returns:
         list[LayerPresence]: one per block.
     """
-    recorder = get_recorder(backbone)  # a clear error for unsupported ones
-    stride = _patch_stride(backbone)
+    description = describe(backbone)  # a clear error for unsupported ones
+    stride = _patch_stride(description.embed)
     B, _, H, W = images.shape
-    n_extra = recorder.num_extra_tokens(backbone)
+    n_extra = description.extra_tokens
     n_input = math.ceil(H / stride[0]) * math.ceil(W / stride[1])
     out = []
     for layer, n_tokens in enumerate(block_grids(backbone, images)):
@@ -127,10 +126,10 @@ def token_presence(backbone: nn.Module,
         if n_extra:
             area_share = torch.zeros(B, S, device=images.device)
             area_share[:, -1] = 1
-        traced = aligned_forward(backbone, images, pw, area_share,
-                                align_layers=[layer], residual_norm=False,
-                                follow_drop_path=False, keep_history=True)
-        before, after = traced.history[layer], traced.history[layer + 1]
+        aligned = aligned_forward(backbone, images, pw, area_share,
+                                  align_layers=[layer], residual_norm=False,
+                                  follow_drop_path=False, keep_history=True)
+        before, after = aligned.history[layer], aligned.history[layer + 1]
         if before.shape[1] == n_tokens:  # not across a patch merging
             one_hot = torch.eye(S, device=before.device)[source_of_tokens(
                 n_extra, n_patches)]

@@ -3,20 +3,26 @@ applies it to a recorded forward, head-mean attention.
 
 Nothing here imports OpenMMLab; :mod:`tlalign_mm.models` adapts it.
 """
-from .alignment import align, residual_align, resolve_align_layers
+from .alignment import align, label_math, residual_align
 from .attention import head_mean_attention, mean_probs_attention
+from .key_maps import Reduction, Windows
 from .mix_record import MixRecord
-from .records import Attention, DropPath, HeadInput, Keys, TokenStep
+from .options import AlignOptions, align_options, resolve_align_layers
+from .records import Recorded, Slot, TokenStep
 from .token_labels import (
     flatten_label_map,
     label_map_of,
+    readout,
+    window_labels,
     window_mean,
     with_extra_tokens,
 )
 
 __all__ = [
-    'align', 'residual_align', 'resolve_align_layers', 'head_mean_attention',
-    'mean_probs_attention', 'MixRecord', 'Attention', 'DropPath',
-    'HeadInput', 'Keys', 'TokenStep', 'window_mean', 'flatten_label_map',
-    'label_map_of', 'with_extra_tokens'
+    'AlignOptions', 'MixRecord', 'Recorded', 'Reduction', 'Slot',
+    'TokenStep', 'Windows', 'align', 'align_options', 'flatten_label_map',
+    'head_mean_attention', 'label_map_of', 'label_math',
+    'mean_probs_attention', 'readout', 'residual_align',
+    'resolve_align_layers', 'window_labels', 'window_mean',
+    'with_extra_tokens'
 ]

@@ -1,7 +1,8 @@
 """The layer-wise alignment rule, and the loop that applies it to a
 recorded forward (:func:`align`).
 
-The rule, in one place (TL-Align, Eq. 5, and the one deviation that is ours):
+The rule, in one place (TL-Align, Eq. 5, and the two deviations that are
+ours):
 
 - **Paper.** A block's attention moves labels like it moves tokens, and the
   block's residual connection averages: ``Y <- (Y + Ā Y) / 2``, with ``Ā``
@@ -19,27 +20,14 @@ The rule, in one place (TL-Align, Eq. 5, and the one deviation that is ours):
   a block keeps its labels there (for it, the block's attention is ``I``).
   The original code ignores drop-path (``keep=None``).
 """
-from typing import (
-    Iterable,
-    List,
-    NamedTuple,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    Union,
-)
+from contextlib import contextmanager
+from typing import List, Optional, Tuple
 
 import torch
 
-from .records import (
-    Attention,
-    DropPath,
-    HeadInput,
-    Keys,
-    TokenStep,
-    is_key_map,
-)
+from .options import AlignOptions, resolve_align_layers
+from .records import Recorded
+from .token_labels import with_extra_tokens
 
 
 def residual_align(labels: torch.Tensor,
@@ -92,142 +80,89 @@ def _residual_align_padded(labels, attended, residual_norm, keep, mass):
     return new
 
 
-def resolve_align_layers(align_layers: Union[str, Iterable[int], None],
-                         num_layers: Optional[int] = None
-                         ) -> Optional[Set[int]]:
-    """The set of block indices that align, ``None`` for all.
-
-    Args:
-        align_layers: ``'all'`` (or ``None``), ``'last'`` or a non-empty
-            list of block indices (negative ones count from the end).
-        num_layers (int, optional): number of blocks; needed for ``'last'``
-            and negative indices, and to check the range.
-
-    Raises:
-        ValueError: anything else, naming the value and what is accepted.
-    """
-    if align_layers is None or (isinstance(align_layers, str)
-                                and align_layers == 'all'):
-        return None
-    if isinstance(align_layers, str) and align_layers == 'last':
-        align_layers = [-1]
-    accepted = ("align_layers must be 'all', 'last' or a non-empty list of "
-                'block indices (ints; negative ones count from the end)')
-    if isinstance(align_layers, str) or not isinstance(
-            align_layers, Iterable):
-        raise ValueError(f'{accepted}; got {align_layers!r}.')
-    align_layers = list(align_layers)
-    if not align_layers:
-        raise ValueError(f'{accepted}; got an empty list, which would align '
-                         'nothing.')
-    indices = set()
-    for i in align_layers:
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise ValueError(f'{accepted}; got {i!r} in {align_layers!r}.')
-        if i < 0:
-            if num_layers is None:
-                raise ValueError('Negative align_layers need num_layers.')
-            i += num_layers
-        if num_layers is not None and not 0 <= i < num_layers:
-            raise ValueError(f'align_layers index {i} is out of range for a '
-                             f'model with {num_layers} blocks.')
-        indices.add(i)
-    return indices
+@contextmanager
+def label_math(device_type: str):
+    """Label arithmetic: float32 and no gradient, also inside an autocast
+    region (convolutions and matmuls would otherwise run in bf16/fp16 and
+    round the labels)."""
+    with torch.no_grad(), torch.autocast(device_type, enabled=False):
+        yield
 
 
-def align(records: Sequence,
-          labels: torch.Tensor,
-          align_layers: Union[str, Iterable[int], None] = 'all',
-          residual_norm: bool = True,
-          follow_drop_path: bool = True,
+def align(recorded: Recorded,
+          pixel_weights: torch.Tensor,
+          area_share: Optional[torch.Tensor] = None,
+          options: AlignOptions = AlignOptions(),
           keep_history: bool = False,
-          impl: str = 'auto'
-          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
-    """Apply the rule to a recorded forward, block by block (TL-Align,
-    Eq. 5): ``Y <- (Y + Ā Y) / 2`` per block, token steps in between.
+          impl: str = 'auto') -> Tuple[torch.Tensor, List[torch.Tensor]]:
+    """The labels of a recorded forward (TL-Align, Eq. 5): the initial
+    labels, then ``Y <- (Y + Ā Y) / 2`` per block with the token steps in
+    between, in one float32, no-grad context.
 
     Args:
-        records (Sequence): what the forward recorded, in order
-            (:mod:`tlalign_mm.core.records`).
-        labels (Tensor): ``(B, N, S)`` labels of the first tokens.
-        align_layers: ``'all'``, ``'last'`` or block indices that align
-            (the paper's Table 8); other blocks leave labels alone.
-        residual_norm (bool): see :func:`residual_align`.
-        follow_drop_path (bool): a sample whose attention branch drop-path
-            removed keeps its labels in that block; ``False`` ignores
-            drop-path, like the original code.
+        recorded (Recorded): what the forward recorded, one slot per block.
+        pixel_weights (Tensor): ``(B, S, H, W)`` each pixel's share of
+            each source.
+        area_share (Tensor, optional): ``(B, S)``, the extra tokens'
+            initial label; default each source's pixel share.
+        options (AlignOptions): ``align_layers``, ``residual_norm``,
+            ``follow_drop_path`` (checked by
+            :func:`~tlalign_mm.core.options.align_options`).
         keep_history (bool): also return the labels before the first block
             and after every block.
         impl (str): the path of :func:`head_mean_attention`.
 
     Returns:
-        tuple: the ``(B, N_l, S)`` labels of the tokens the head reads (the
-        last block's, or those at a :class:`HeadInput`), and the history
-        (empty unless ``keep_history``).
+        tuple: the ``(B, N_l, S)`` labels of the tokens the head reads, and
+        the history (empty unless ``keep_history``).
+
+    Raises:
+        RuntimeError: a block's slot misses a part its hooks record (the
+            forward took a path the description does not follow).
     """
-    blocks = _blocks(records)
-    aligned = resolve_align_layers(align_layers, sum(
-        isinstance(b, _Block) for b in blocks))
-    with torch.no_grad(), torch.autocast(labels.device.type, enabled=False):
-        labels = labels.detach().float()
+    slots, head_after = recorded.slots, recorded.head_after
+    num_blocks = len(slots) - 1
+    aligned = resolve_align_layers(options.align_layers, num_blocks)
+    with label_math(pixel_weights.device.type):
+        pixel_weights = pixel_weights.detach().float()
+        if area_share is None:
+            area_share = pixel_weights.mean((2, 3))
+        labels = with_extra_tokens(recorded.embed(pixel_weights),
+                                   area_share.detach().float(),
+                                   recorded.extra_tokens)
         history = [labels] if keep_history else []
-        head_input, layer = None, 0
-        for step in blocks:
-            if isinstance(step, TokenStep):
-                labels = step.labels(labels)
-            elif isinstance(step, HeadInput):
-                head_input = labels
-            else:
-                if aligned is None or layer in aligned:
-                    labels = _block(step, labels, residual_norm,
-                                    follow_drop_path, impl)
-                layer += 1
-                if keep_history:
-                    history.append(labels)
-    return (labels if head_input is None else head_input), history
+        head = labels if head_after is None else None
+        for i, slot in enumerate(slots):
+            missing = slot.missing()
+            if missing:
+                raise RuntimeError(
+                    f'Block {i} recorded no {" or ".join(missing)}: the '
+                    "forward did not take the path the backbone's "
+                    'description follows (was a module replaced after the '
+                    'recording hooks were installed?).')
+            if head_after == (i - 1, False):
+                head = labels
+            if slot.step is not None:
+                labels = slot.step.labels(labels)
+            if head_after == (i - 1, True):
+                head = labels
+            if i == num_blocks:
+                break
+            if aligned is None or i in aligned:
+                labels = _block(slot, labels, options.residual_norm,
+                                options.follow_drop_path, impl)
+            if keep_history:
+                history.append(labels)
+    return (labels if head_after is None else head), history
 
 
-def _block(step, labels, residual_norm, follow_drop_path, impl):
+def _block(slot, labels, residual_norm, follow_drop_path, impl):
     """One block: its key map, ``Ā Y``, and :func:`residual_align`."""
-    attention, key_map, keep = step
-    keys, padded = labels, False
+    key_map, keys, padded = slot.key_map, labels, False
     if key_map is not None:
         keys, padded = key_map.to_keys(labels), key_map.padded
-    attended, mass = attention.attend(keys, padded, impl)
+    attended, mass = slot.attend(keys, padded, impl)
     if key_map is not None:
         attended, mass = key_map.to_queries(attended, mass)
     return residual_align(labels, attended, residual_norm,
-                          keep if follow_drop_path else None, mass)
-
-
-class _Block(NamedTuple):
-    attention: Attention
-    key_map: Optional[object]
-    keep: Optional[torch.Tensor]
-
-
-def _blocks(records: Sequence) -> list:
-    """Token steps and head inputs as they are; each :class:`Attention`
-    with the records that follow it as one ``(attention, key_map, keep)``
-    step."""
-    steps: list = []
-    for record in records:
-        if isinstance(record, (TokenStep, HeadInput)):
-            steps.append(record)
-        elif isinstance(record, Attention):
-            steps.append(_Block(record, None, None))
-        else:
-            if not steps or not isinstance(steps[-1], _Block):
-                raise RuntimeError(f'{type(record).__name__} recorded '
-                                   'outside a block.')
-            attention, key_map, keep = steps[-1]
-            if isinstance(record, Keys):
-                attention = attention._replace(k=record.k)
-            elif isinstance(record, DropPath):
-                keep = record.keep
-            elif is_key_map(record):
-                key_map = record
-            else:
-                raise TypeError(f'Not a record: {type(record).__name__}.')
-            steps[-1] = _Block(attention, key_map, keep)
-    return steps
+                          slot.keep if follow_drop_path else None, mass)

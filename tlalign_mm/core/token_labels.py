@@ -131,6 +131,17 @@ def with_extra_tokens(patch_labels: torch.Tensor, area_share: torch.Tensor,
     return torch.cat([extra.to(patch_labels), patch_labels], dim=1)
 
 
+def readout(tokens: torch.Tensor,
+            span: Tuple[int, Optional[int]]) -> torch.Tensor:
+    """``(B, N, K)`` -> ``(B, K)``: the mean of ``tokens[:, start:stop]``,
+    what a head reads (the class token is ``(0, 1)``; a token mean
+    ``(num_extra_tokens, None)``), for labels and features alike."""
+    start, stop = span
+    if stop == start + 1:
+        return tokens[:, start]
+    return (tokens if span == (0, None) else tokens[:, start:stop]).mean(1)
+
+
 def window_labels(window, label_map: torch.Tensor,
                   pre_pad: Optional[Sequence[int]] = None) -> torch.Tensor:
     """Mean label under every window of ``window`` (a conv, an

@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from .aligned_forward import aligned_forward, check_mix_shapes
-from .recorders import get_recorder
+from .families import describe
 
 
 def _check_distributions(name: str, x: torch.Tensor, dim: int) -> None:
@@ -24,23 +24,24 @@ def _check_distributions(name: str, x: torch.Tensor, dim: int) -> None:
 
 def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
                        pixel_weights: torch.Tensor, targets: torch.Tensor,
-                       area_share: Optional[torch.Tensor]) -> torch.Tensor:
+                       area_share: Optional[torch.Tensor]) -> None:
     """Every check of user-given inputs, before the forward: shapes, image
     channels, and the values of the mixing record and targets (these read
     tensor values, so they make a GPU wait; the training step, whose
-    records the batch augments make, checks shapes only). Returns
-    ``area_share``, the area shares where not given."""
+    records the batch augments make, checks shapes only)."""
     if images.dim() != 4:
         raise ValueError(f'images must be (B, C, H, W), got '
                          f'{images.dim()}-D {tuple(images.shape)}.')
-    channels = get_recorder(backbone).input_channels(backbone)
-    if channels is not None and images.shape[1] != channels:
+    embed = describe(backbone).embed
+    conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
+    channels = getattr(conv, 'in_channels', getattr(embed, 'in_channels',
+                                                    None))
+    if isinstance(channels, int) and images.shape[1] != channels:
         raise ValueError(
             f'images have {images.shape[1]} channels but the backbone\'s '
             f'patch embedding takes {channels}.')
     # the shapes the training step checks too (pixel_weights, area_share)
-    given = area_share is not None
-    area_share = check_mix_shapes(images, pixel_weights, area_share)
+    check_mix_shapes(images, pixel_weights, area_share)
     if targets.dim() != 3 or targets.shape[:2] != pixel_weights.shape[:2]:
         raise ValueError(
             f'targets must be (B, S, C) with (B, S) = '
@@ -50,10 +51,9 @@ def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
                          'source)', pixel_weights.detach().float(), 1)
     _check_distributions('targets (each source\'s label distribution)',
                          targets.detach().float(), -1)
-    if given:
+    if area_share is not None:
         _check_distributions('area_share (the class token\'s share of each '
-                             'source)', area_share, 1)
-    return area_share
+                             'source)', area_share.detach().float(), 1)
 
 
 @torch.no_grad()
@@ -76,7 +76,7 @@ def align_labels(
     names what is wrong.
 
     Args:
-        backbone (nn.Module): a backbone a recorder supports.
+        backbone (nn.Module): a backbone of a described family.
         images (Tensor): ``(B, C, H, W)`` mixed images.
         pixel_weights (Tensor): ``(B, S, H, W)``, each pixel's share of each
             source; non-negative, summing to 1 over ``S``.
@@ -88,17 +88,16 @@ def align_labels(
             weights ``(B, N_l, S)``, before the first block and after every
             block (expand to classes with ``labels @ targets``).
         align_layers, residual_norm, follow_drop_path: the rule's options
-            (:func:`tlalign_mm.core.align`).
+            (:class:`tlalign_mm.core.AlignOptions`).
 
     Returns:
         Tensor: ``(B, C)`` the aligned label of what the model classifies
         from (the class token, or the mean over tokens for pooled models);
         with ``return_token_labels``, a tuple ``(labels, token_labels)``.
     """
-    area_share = check_align_inputs(backbone, images, pixel_weights,
-                                     targets, area_share)
-    traced = aligned_forward(backbone, images, pixel_weights, area_share,
-                             align_layers, residual_norm, follow_drop_path,
-                             keep_history=return_token_labels)
-    labels = traced.expand(targets)
-    return (labels, traced.history) if return_token_labels else labels
+    check_align_inputs(backbone, images, pixel_weights, targets, area_share)
+    aligned = aligned_forward(backbone, images, pixel_weights, area_share,
+                              align_layers, residual_norm, follow_drop_path,
+                              keep_history=return_token_labels)
+    labels = aligned.expand(targets)
+    return (labels, aligned.history) if return_token_labels else labels

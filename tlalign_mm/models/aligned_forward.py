@@ -1,18 +1,18 @@
 """One forward pass of a backbone, recorded, and its labels aligned.
 
-Data flows one way: the backbone's own forward runs while hooks record what
-it computes (:mod:`.recorders`); :func:`tlalign_mm.core.align` then applies
-the rule to the records; the family's readout gives the label of what the
-head classifies.
+Data flows one way: the backbone's own forward runs while taps record what
+it computes into per-block slots (:mod:`.taps`); :func:`tlalign_mm.core.align`
+then applies the rule to them; the description's readout gives the label
+of what the head classifies.
 """
 from typing import Iterable, NamedTuple, Optional, Union
 
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core import Attention, HeadInput, align
+from tlalign_mm.core import align, align_options, readout
 
-from .recorders import Recording, label_math, start_recording
+from .taps import Recording
 
 
 class AlignedOutput(NamedTuple):
@@ -38,9 +38,8 @@ class AlignedOutput(NamedTuple):
 
 
 def check_mix_shapes(images: torch.Tensor, pixel_weights: torch.Tensor,
-                     area_share: Optional[torch.Tensor]) -> torch.Tensor:
-    """Check the mixing record's shapes against the images; return
-    ``area_share`` as float32 (each source's pixel share when not given).
+                     area_share: Optional[torch.Tensor]) -> None:
+    """Check the mixing record's shapes against the images.
 
     Only shapes are checked: that reads no tensor value, so it never makes a
     GPU wait. The values of a record made by the recording batch augments
@@ -57,32 +56,9 @@ def check_mix_shapes(images: torch.Tensor, pixel_weights: torch.Tensor,
             f'pixel_weights {tuple(pixel_weights.shape)} do not match images '
             f'{tuple(images.shape)}: they need the same batch size and '
             'height/width (record the mix on the final, padded batch).')
-    if area_share is None:
-        with label_math(pixel_weights.device.type):
-            area_share = pixel_weights.float().mean((2, 3))
-    if tuple(area_share.shape) != (B, S):
+    if area_share is not None and tuple(area_share.shape) != (B, S):
         raise ValueError(f'area_share must be (B, S) = {(B, S)}, got '
                          f'{tuple(area_share.shape)}.')
-    return area_share.detach().float()
-
-
-def check_records(recording: Recording, records: list) -> None:
-    """One attention record per block, and the head's input where the
-    family reads one: otherwise the forward took a path the recorder does
-    not follow, and its labels would be wrong."""
-    name = type(recording.backbone).__name__
-    blocks = sum(isinstance(r, Attention) for r in records)
-    if blocks != recording.num_blocks:
-        raise RuntimeError(
-            f'{name} recorded {blocks} attention calls for '
-            f'{recording.num_blocks} blocks; its forward does not take the '
-            'path its recorder expects (was an attention module replaced '
-            'after the recording hooks were installed?).')
-    if recording.reads_head_input and not any(
-            isinstance(r, HeadInput) for r in records):
-        raise RuntimeError(
-            f'{name} never reached the stage whose output the head reads; '
-            'TL-Align has no label for what the head classifies.')
 
 
 def aligned_forward(backbone: nn.Module,
@@ -97,37 +73,36 @@ def aligned_forward(backbone: nn.Module,
     """Run ``backbone(images)``, recorded, and align the token labels.
 
     Args:
-        backbone (nn.Module): a backbone a recorder supports.
+        backbone (nn.Module): a backbone of a described family
+            (:mod:`.families`).
         images (Tensor): ``(B, 3, H, W)``.
         pixel_weights (Tensor): ``(B, S, H, W)``, each pixel's share of each
             source.
         area_share (Tensor, optional): ``(B, S)`` initial class-token label;
             defaults to each source's pixel share.
         align_layers, residual_norm, follow_drop_path: the rule's options,
-            see :func:`tlalign_mm.core.align`.
+            see :class:`tlalign_mm.core.AlignOptions`.
         keep_history (bool): also return the labels after every block.
-        recording (Recording, optional): hooks already on ``backbone`` (the
+        recording (Recording, optional): taps already on ``backbone`` (the
             classifier keeps one, so that a compiled step does not register
             hooks); by default they are put on for this call.
     """
+    options = align_options(dict(align_layers=align_layers,
+                                 residual_norm=residual_norm,
+                                 follow_drop_path=follow_drop_path))
+    check_mix_shapes(images, pixel_weights, area_share)
     own = recording is None
     if own:
-        recording = start_recording(backbone)
+        recording = Recording(backbone)
     elif recording.backbone is not backbone:
         raise ValueError('recording records another backbone.')
-    recorder = recording.recorder
-    area_share = check_mix_shapes(images, pixel_weights, area_share)
     try:
-        feats, records = recording(images)
+        feats, recorded = recording(images)
     finally:
         if own:
             recording.remove()
-    check_records(recording, records)
-    with label_math(images.device.type):
-        labels = recorder.initial_labels(backbone, pixel_weights.float(),
-                                         area_share)
-    labels, history = align(records, labels, align_layers, residual_norm,
-                            follow_drop_path, keep_history)
-    with label_math(images.device.type):
-        weights = recorder.readout(backbone, labels)
-    return AlignedOutput(feats, weights, history)
+    labels, history = align(recorded, pixel_weights, area_share, options,
+                            keep_history)
+    return AlignedOutput(feats, readout(labels,
+                                        recording.description.readout),
+                         history)

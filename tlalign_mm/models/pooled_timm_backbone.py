@@ -11,8 +11,9 @@ the pool removed that norm runs on every token. So this builder calls
 timm's own ``reset_classifier(0, global_pool)`` once more after
 ``TIMMBackbone`` is built: the forward is then timm's
 ``forward_head(forward_features(x), pre_logits=True)``, bit for bit, and
-the pooling is stated once, in the timm model, where TL-Align's recorder
-(:mod:`tlalign_mm.models.recorders.timm_vit`) reads the head's readout.
+the pooling is stated once, in the timm model, where TL-Align's timm
+description (:func:`tlalign_mm.models.families.describe_timm`) reads the
+head's readout.
 """
 from mmpretrain.registry import MODELS
 from torch import nn

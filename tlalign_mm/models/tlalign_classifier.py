@@ -8,12 +8,12 @@ from mmpretrain.models import ImageClassifier
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
-from tlalign_mm.core import MixRecord
+from tlalign_mm.core import MixRecord, align_options, resolve_align_layers
 from tlalign_mm.core.label_drift import label_drift
 
 from .aligned_forward import aligned_forward
-from .recorders import get_recorder, start_recording
-from .tlalign_backbone import split_tlalign_backbone_cfg
+from .families import describe, patch_size
+from .taps import Recording
 from .transmix import (
     check_transmix_backbone,
     check_transmix_cfg,
@@ -34,10 +34,10 @@ class TLAlignClassifier(ImageClassifier):
     :meth:`forward`, which passes it to :meth:`loss`; the loss runs the
     backbone's forward recorded and aligns the labels
     (:func:`~tlalign_mm.models.aligned_forward`), and the aligned label
-    (expanded from source weights to classes) is the ``gt_score`` of the
-    head's loss, so label smoothing and the rest of the configured loss
-    apply on top. ``predict``, ``val`` and ``test`` are
-    ``ImageClassifier``'s, unchanged.
+    (expanded from source weights to classes) is the ``gt_score`` of fresh
+    data samples for the head's loss (the caller's keep the mixed one), so
+    label smoothing and the rest of the configured loss apply on top.
+    ``predict``, ``val`` and ``test`` are ``ImageClassifier``'s, unchanged.
 
     A config that turns a plain mmpretrain recipe into its TL-Align twin only
     changes the model type and the batch augmentations to their recording
@@ -46,12 +46,14 @@ class TLAlignClassifier(ImageClassifier):
     recipe, so one config line compares CutMix, TransMix and TL-Align.
 
     Args:
-        backbone (dict): a plain backbone config, or a ``TLAlignBackbone``
-            config (whose alignment options then apply). Either way
-            ``self.backbone`` is the plain backbone module.
+        backbone (dict): the backbone config; ``self.backbone`` is that
+            backbone (its own class and state dict), with the recording
+            taps on it.
         align_cfg (dict, optional): the alignment options (``align_layers``,
             ``residual_norm``, ``follow_drop_path``; see
-            :func:`tlalign_mm.core.align`).
+            :class:`tlalign_mm.core.AlignOptions`), checked here: unknown
+            keys and non-bool switches are errors; ``self.align_cfg`` is
+            the checked :class:`~tlalign_mm.core.AlignOptions`.
         data_preprocessor (dict, optional): defaults to type
             ``TLAlignDataPreprocessor``; it is built with the backbone's
             patch size (for ``TLTokenCutMix``).
@@ -94,16 +96,19 @@ class TLAlignClassifier(ImageClassifier):
             raise ValueError(
                 f'TLAlignClassifier target must be one of {TARGETS}, got '
                 f'{target!r}.')
-        backbone, align_cfg = split_tlalign_backbone_cfg(backbone, align_cfg)
-        backbone = MODELS.build(dict(type='TLAlignBackbone',
-                                     backbone=backbone, **align_cfg))
+        align_cfg = align_options(align_cfg)
+        if not isinstance(backbone, torch.nn.Module):
+            backbone = MODELS.build(backbone)
+        # What TL-Align records of this backbone, checked once, here.
+        description = describe(backbone)
+        resolve_align_layers(align_cfg.align_layers, len(description.blocks))
         if isinstance(data_preprocessor, dict) or data_preprocessor is None:
             data_preprocessor = dict(data_preprocessor or {})
             data_preprocessor.setdefault('type', 'TLAlignDataPreprocessor')
             data_preprocessor.setdefault('batch_augments', train_cfg)
             if _takes_patch_size(data_preprocessor['type']):
-                data_preprocessor.setdefault(
-                    'patch_size', get_recorder(backbone).patch_size(backbone))
+                data_preprocessor.setdefault('patch_size',
+                                             patch_size(description.embed))
                 data_preprocessor.setdefault('model_name',
                                              type(backbone).__name__)
         super().__init__(backbone, *args, data_preprocessor=data_preprocessor,
@@ -113,9 +118,9 @@ class TLAlignClassifier(ImageClassifier):
         self.transmix_cfg = check_transmix_cfg(transmix_cfg)
         if target == 'transmix':
             check_transmix_backbone(self.backbone)
-        # The hooks that record the backbone's forward in loss(); installed
+        # The taps that record the backbone's forward in loss(); installed
         # once, as torch.compile breaks the graph on registering hooks.
-        self.recording = start_recording(self.backbone)
+        self.recording = Recording(self.backbone, description)
 
     def forward(self, inputs: torch.Tensor,
                 data_samples: Optional[List[DataSample]] = None,
@@ -154,12 +159,14 @@ class TLAlignClassifier(ImageClassifier):
         else:
             aligned = aligned_forward(self.backbone, inputs,
                                       mix.pixel_weights, mix.area_share,
-                                      recording=self.recording,
-                                      **self.align_cfg)
+                                      *self.align_cfg,
+                                      recording=self.recording)
         feats = self.neck(aligned.feats) if self.with_neck else aligned.feats
-        for sample, score in zip(data_samples, aligned.expand(targets)):
-            sample.set_gt_score(score)
-        losses = self.head.loss(feats, data_samples)
+        # Fresh samples (metainfo and fields shared), so the caller's keep
+        # the mixed target the data preprocessor set.
+        samples = [sample.new().set_gt_score(score) for sample, score in
+                   zip(data_samples, aligned.expand(targets))]
+        losses = self.head.loss(feats, samples)
         losses.update(label_drift(aligned.weights, mix.area_share))
         return losses
 

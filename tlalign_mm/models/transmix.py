@@ -20,14 +20,20 @@ from tlalign_mm.core.transmix import (
 )
 
 from .aligned_forward import AlignedOutput, aligned_forward
-from .recorders import Recording, get_recorder
+from .families import describe, patch_size
+from .taps import Recording
+
+
+def takes_transmix(backbone: nn.Module) -> bool:
+    """TransMix reads the class token's attention: it needs a class-token
+    ViT/DeiT that classifies from its class token."""
+    return isinstance(backbone, VisionTransformer) and \
+        getattr(backbone, 'out_type', None) == 'cls_token'
 
 
 def check_transmix_backbone(backbone: nn.Module) -> None:
-    """TransMix reads the class token's attention: it needs a class-token
-    ViT/DeiT that classifies from its class token."""
-    if not isinstance(backbone, VisionTransformer) or \
-            getattr(backbone, 'out_type', None) != 'cls_token':
+    """A clear error unless :func:`takes_transmix`."""
+    if not takes_transmix(backbone):
         kind = type(backbone).__name__ + (
             f" (out_type={backbone.out_type!r})"
             if isinstance(backbone, VisionTransformer) else '')
@@ -88,10 +94,10 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
     pixel_weights = F.pad(pixel_weights.detach().float(), (0, 0, 0, 0, 0, 1))
     own = F.one_hot(torch.full((B, ), S, device=pixel_weights.device),
                     S + 1).float()
-    traced = aligned_forward(backbone, images, pixel_weights, own,
-                             align_layers='last', residual_norm=False,
-                             follow_drop_path=False, recording=recording)
-    return traced._replace(weights=traced.weights[:, :S])
+    aligned = aligned_forward(backbone, images, pixel_weights, own,
+                              align_layers='last', residual_norm=False,
+                              follow_drop_path=False, recording=recording)
+    return aligned._replace(weights=aligned.weights[:, :S])
 
 
 # The mixes TransMix is defined for (record modes of the TL* augments).
@@ -132,8 +138,9 @@ def transmix_target(backbone: nn.Module, images: torch.Tensor,
     area_share = mix.area_share.float()
     pixel_weights = mix.pixel_weights.detach().float()
     if mask == 'nearest':
-        patch_size = get_recorder(backbone).patch_size(backbone)
-        if patch_size is None:
+        size = patch_size(describe(backbone).embed if recording is None
+                          else recording.description.embed)
+        if size is None:
             raise ValueError(
                 "TransMix's nearest token mask needs the patch size of "
                 f'{type(backbone).__name__}, which has no patch embedding '
@@ -141,13 +148,13 @@ def transmix_target(backbone: nn.Module, images: torch.Tensor,
                 "mask='fractional').")
         # the clipped box's area (TransMix's lam0), not the token mask's
         area = pixel_weights.mean((2, 3))
-        pixel_weights = nearest_pixel_weights(pixel_weights, patch_size)
+        pixel_weights = nearest_pixel_weights(pixel_weights, size)
     elif mask == 'fractional':
         area = area_share
     else:
         raise ValueError(f'mask must be one of {TOKEN_MASKS}, got {mask!r}.')
-    traced = transmix_forward(backbone, images, pixel_weights, recording)
+    aligned = transmix_forward(backbone, images, pixel_weights, recording)
     if not transmix_applies(mix):
-        return traced._replace(weights=area_share)
-    return traced._replace(
-        weights=transmix_lambda_from_weighted(traced.weights, area))
+        return aligned._replace(weights=area_share)
+    return aligned._replace(
+        weights=transmix_lambda_from_weighted(aligned.weights, area))

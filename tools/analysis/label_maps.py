@@ -61,7 +61,6 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     model, batches = open_analysis(args)
-    backbone = model.backbone
     work_dir = work_dir_for(args, 'label_maps')
     cols = {k: [] for k in ('image1', 'image2', 'mixed', 'initial',
                             'aligned')}
@@ -71,7 +70,7 @@ def main(argv=None):
         return display_images(model.data_preprocessor, images)
 
     for batch in batches:
-        maps = label_maps(backbone, batch)
+        maps = label_maps(model, batch)
         cols['image1'] += list(show(batch.source_images(0)))
         cols['image2'] += list(show(batch.source_images(1)))
         cols['mixed'] += list(show(batch.mixed))

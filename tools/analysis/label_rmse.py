@@ -4,8 +4,10 @@ Fig. 3), per model.
 
 For every checkpoint, the images of the config's test dataloader are mixed
 within each batch (seeded CutMix), and the area label is compared with the
-label :func:`tlalign_mm.align_labels` gives the model's class token (or
-pooled tokens). See :mod:`tlalign_mm.analysis.label_rmse` for the numbers.
+label the model trains on for its class token (or pooled tokens): TL-Align
+with the model's own ``align_cfg`` (the default rule for a CutMix model),
+TransMix for a ``target='transmix'`` model. See
+:mod:`tlalign_mm.analysis.label_rmse` for the numbers.
 
 Examples::
 
@@ -68,7 +70,7 @@ def main(argv=None):
     for name, (config, checkpoint) in zip(names, pairs):
         print(f'\n{name}')
         model, batches = open_analysis(args, config, checkpoint)
-        result = label_rmse(model.backbone, batches)
+        result = label_rmse(model, batches)
         if not result['num_images']:
             raise SystemExit(f'{config}: no image was analysed; an RMSE of '
                              'no images means nothing.')

@@ -57,11 +57,10 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     model, batches = open_analysis(args)
-    backbone = model.backbone
     work_dir = work_dir_for(args, 'mixing_ratio')
     parts = {}
     for batch in batches:
-        for key, value in mixing_ratios(backbone, batch).items():
+        for key, value in mixing_ratios(model, batch).items():
             parts.setdefault(key, []).append(value.cpu())
     if not parts:
         raise SystemExit('No images.')

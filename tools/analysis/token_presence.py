@@ -5,7 +5,7 @@ The presence of a token entering a block is the sum of its contributions to
 the block's attention outputs, ``p(z_i) = sum_j Ā_ji`` (the column sum of the
 head-averaged attention). Presences average 1; their spread is the token
 fluctuation. See :mod:`tlalign_mm.analysis.presence` for how ``Ā`` is read
-off the tracer exactly.
+off a recorded forward exactly.
 
 Examples::
 

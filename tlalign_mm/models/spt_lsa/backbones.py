@@ -5,7 +5,7 @@ Self-Attention (Lee et al. 2021).
 Neither backbone is a fork: each builds mmpretrain's model with
 ``super().__init__`` and then swaps modules in place, so the forward,
 checkpoint hooks and layer-wise lr decay are mmpretrain's, and TL-Align
-records them with the existing recorders.
+records them with the existing ViT and Swin descriptions.
 
 - ``use_spt``: the patch embedding (and, for Swin, every ``PatchMerging``
   between stages) becomes a :class:`ShiftedPatchTokenization`.
@@ -258,11 +258,8 @@ class SLSwin(SwinTransformer):
         if out_indices is None:
             out_indices = (num_stages - 1, )
         super().__init__(
-            arch=arch,
-            img_size=img_size,
-            patch_size=patch_size,
-            in_channels=in_channels,
-            window_size=window_size,
+            arch=arch, img_size=img_size, patch_size=patch_size,
+            in_channels=in_channels, window_size=window_size,
             out_indices=out_indices,
             stage_cfgs=_with_ffn_ratio(stage_cfgs, mlp_ratio, num_stages),
             **kwargs)

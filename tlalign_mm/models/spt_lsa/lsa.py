@@ -17,11 +17,11 @@ LSA sharpens attention two ways:
 ``scaled_dot_product_attention`` attribute, called with an ``attn_mask``
 that is ``-inf`` on the diagonal and ``scale=1.`` (the learned per-head
 scale is applied to the queries, since SDPA takes one float). TL-Align's
-ViT recorder records q and k from ``qkv`` and reads this module's ``scale``
+ViT description taps q and k from ``qkv`` and reads this module's ``scale``
 and ``diagonal_masking``, so the labels move with exactly this masked,
 scaled attention. :class:`LocalityWindowMSA` subclasses Swin's
 ``WindowMSA`` and computes its softmax through ``self.softmax`` once, whose
-output Swin's recorder records.
+output Swin's description taps.
 """
 from typing import Optional
 
@@ -82,19 +82,11 @@ class LocalitySelfAttention(MultiheadAttention):
                  learnable_temperature: bool = True,
                  init_cfg: Optional[dict] = None):
         super().__init__(
-            embed_dims,
-            num_heads,
-            input_dims=input_dims,
-            attn_drop=attn_drop,
-            proj_drop=proj_drop,
-            dropout_layer=dropout_layer,
-            qkv_bias=qkv_bias,
-            qk_scale=None,
-            proj_bias=proj_bias,
-            v_shortcut=v_shortcut,
-            use_layer_scale=use_layer_scale,
-            layer_scale_init_value=layer_scale_init_value,
-            init_cfg=init_cfg)
+            embed_dims, num_heads, input_dims=input_dims, attn_drop=attn_drop,
+            proj_drop=proj_drop, dropout_layer=dropout_layer,
+            qkv_bias=qkv_bias, qk_scale=None, proj_bias=proj_bias,
+            v_shortcut=v_shortcut, use_layer_scale=use_layer_scale,
+            layer_scale_init_value=layer_scale_init_value, init_cfg=init_cfg)
         # mmpretrain's SDPA (torch's fused one); the scale goes in explicitly.
         self.scaled_dot_product_attention = scaled_dot_product_attention
         self.diagonal_masking = diagonal_masking
@@ -182,13 +174,8 @@ class LocalityWindowMSA(WindowMSA):
                  learnable_temperature=True,
                  init_cfg=None):
         super().__init__(
-            embed_dims,
-            window_size,
-            num_heads,
-            qkv_bias=qkv_bias,
-            qk_scale=qk_scale,
-            attn_drop=attn_drop,
-            proj_drop=proj_drop,
+            embed_dims, window_size, num_heads, qkv_bias=qkv_bias,
+            qk_scale=qk_scale, attn_drop=attn_drop, proj_drop=proj_drop,
             init_cfg=init_cfg)
         self.diagonal_masking = diagonal_masking
         self.learnable_temperature = learnable_temperature

@@ -1,0 +1,81 @@
+"""The alignment options, checked where they are given: one home for
+``TLAlignClassifier(align_cfg=...)``, :func:`tlalign_mm.align_labels` and
+the analyses."""
+from typing import Iterable, Mapping, NamedTuple, Optional, Set, Union
+
+AlignLayers = Union[str, Iterable[int], None]
+
+
+class AlignOptions(NamedTuple):
+    """The rule's options (see :mod:`tlalign_mm.core.alignment`).
+
+    Attributes:
+        align_layers: ``'all'``, ``'last'`` or the block indices that align
+            (the paper's Table 8); other blocks leave labels alone.
+        residual_norm (bool): ``(Y + Ā Y) / 2`` (the paper's) or ``Ā Y``.
+        follow_drop_path (bool): a sample whose attention branch drop-path
+            removed keeps its labels in that block; ``False`` ignores
+            drop-path, like the original code.
+    """
+    align_layers: AlignLayers = 'all'
+    residual_norm: bool = True
+    follow_drop_path: bool = True
+
+
+def align_options(cfg: Optional[Mapping] = None) -> AlignOptions:
+    """``cfg`` (a dict of some of :class:`AlignOptions`' fields) checked:
+    unknown keys are refused with the known ones named, the switches must
+    be bools (a string ``'no'`` is not ``False``), ``align_layers`` as
+    :func:`resolve_align_layers` accepts."""
+    cfg = dict(cfg or {})
+    unknown = sorted(set(cfg) - set(AlignOptions._fields))
+    if unknown:
+        raise ValueError(f'Unknown TL-Align options {unknown}; known: '
+                         f'{list(AlignOptions._fields)}.')
+    for name in ('residual_norm', 'follow_drop_path'):
+        if not isinstance(cfg.get(name, True), bool):
+            raise TypeError(f'TL-Align option {name} must be True or False, '
+                            f'got {cfg[name]!r}.')
+    resolve_align_layers(cfg.get('align_layers', 'all'))
+    return AlignOptions(**cfg)
+
+
+def resolve_align_layers(align_layers: AlignLayers,
+                         num_layers: Optional[int] = None
+                         ) -> Optional[Set[int]]:
+    """The set of block indices that align, ``None`` for all.
+
+    Args:
+        align_layers: ``'all'`` (or ``None``), ``'last'`` or a non-empty
+            list of block indices (negative ones count from the end).
+        num_layers (int, optional): number of blocks; needed for ``'last'``
+            and negative indices, and to check the range.
+
+    Raises:
+        ValueError: anything else, naming the value and what is accepted.
+    """
+    if align_layers is None or (isinstance(align_layers, str)
+                                and align_layers == 'all'):
+        return None
+    if isinstance(align_layers, str) and align_layers == 'last':
+        align_layers = [-1]
+    accepted = ("align_layers must be 'all', 'last' or a non-empty list of "
+                'block indices (ints; negative ones count from the end)')
+    if isinstance(align_layers, str) or not isinstance(
+            align_layers, Iterable):
+        raise ValueError(f'{accepted}; got {align_layers!r}.')
+    align_layers = list(align_layers)
+    if not align_layers:
+        raise ValueError(f'{accepted}; got an empty list, which would align '
+                         'nothing.')
+    indices = set()
+    for i in align_layers:
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise ValueError(f'{accepted}; got {i!r} in {align_layers!r}.')
+        if i < 0 and num_layers is not None:
+            i += num_layers
+        if num_layers is not None and not 0 <= i < num_layers:
+            raise ValueError(f'align_layers index {i} is out of range for a '
+                             f'model with {num_layers} blocks.')
+        indices.add(i)
+    return indices

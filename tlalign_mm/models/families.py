@@ -1,0 +1,320 @@
+"""Backbone families as descriptions: per family one function that reads a
+built backbone and returns plain data, a :class:`Description` (which
+modules to tap with which kind of :mod:`.taps`, the patch embedding, extra
+tokens, token steps and where they run, what the head reads), raising
+where a fact cannot be found. :data:`FAMILIES` dispatches by attention
+class (import path, subclasses included), so a backbone assembled from
+supported modules (``DeiT3``, SL-ViT, SL-Swin) needs no code of its own.
+"""
+from typing import Any, List, NamedTuple, Optional, Tuple
+
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .token_rules import is_a, lookup, token_rule
+
+
+class Tap(NamedTuple):
+    """Record ``kind`` (a key of :data:`~tlalign_mm.models.taps.TAPS`)
+    off ``module`` into the slot of block ``block`` (a token step: the slot
+    of the block it precedes); ``arg`` is what the kind needs besides the
+    module."""
+    block: int
+    module: nn.Module
+    kind: str
+    arg: Any = None
+
+
+class Description(NamedTuple):
+    """What TL-Align needs to know about a built backbone.
+
+    Attributes:
+        blocks (list[nn.Module]): the transformer blocks, in order.
+        taps (list[Tap]): what to record, block by block; ``'step'`` taps
+            are token steps, in the slot of the block they precede.
+        embed (nn.Module): the patch embedding (its token rule gives the
+            initial labels).
+        extra_tokens (int): tokens before the patch tokens; they start at
+            ``area_share``.
+        head_after (tuple, optional): ``(j, through_step)``: the head reads
+            the tokens after block ``j`` (and the token step after it);
+            ``None``: after the last block.
+        readout (tuple): ``(start, stop)``: the head reads the mean of
+            ``tokens[:, start:stop]`` (:func:`tlalign_mm.core.readout`).
+    """
+    blocks: List[nn.Module]
+    taps: List[Tap]
+    embed: nn.Module
+    extra_tokens: int = 0
+    head_after: Optional[Tuple[int, bool]] = None
+    readout: Tuple[int, Optional[int]] = (0, None)
+
+
+def part(backbone: nn.Module, name: str) -> nn.Module:
+    """``backbone.<name>`` (a module), or a clear error."""
+    if not isinstance(getattr(backbone, name, None), nn.Module):
+        raise NotImplementedError(f'TL-Align reads {name} of a '
+                                  f'{type(backbone).__name__}; it has none.')
+    return getattr(backbone, name)
+
+
+def vit_readout(backbone: nn.Module, num_blocks: int) -> Tuple[int, object]:
+    """A token-sequence ViT's: the class token or the patch mean, by
+    ``out_type``, of the last block (a ViT runs every block whatever
+    ``out_indices`` says, and its head reads the last output)."""
+    out = list(getattr(backbone, 'out_indices', [num_blocks - 1]))
+    if num_blocks - 1 not in out:
+        raise NotImplementedError(
+            f"TL-Align labels the last block's tokens, but "
+            f'{type(backbone).__name__} outputs blocks {out} of {num_blocks}'
+            ' (out_indices). Use out_indices=-1.')
+    out_type = getattr(backbone, 'out_type', None)
+    if out_type not in ('cls_token', 'avg_featmap'):
+        raise ValueError(f"TL-Align needs the label of what the head reads: "
+                         f"out_type={out_type!r} gives token maps. Use "
+                         "out_type='cls_token' or 'avg_featmap'.")
+    return (0, 1) if out_type == 'cls_token' else (getattr(
+        backbone, 'num_extra_tokens', 0), None)
+
+
+def last_output_block(ends: List[int], out_indices) -> int:
+    """The last block of the last stage a pyramid outputs (its last output
+    is what a pooled head reads)."""
+    stages = [i for i in range(len(ends)) if i in out_indices]
+    if not stages:
+        raise ValueError(f'TL-Align needs the label of what the head reads, '
+                         f'but out_indices={out_indices} outputs no stage.')
+    return ends[stages[-1]]
+
+
+_MMPRETRAIN = 'mmpretrain.models.utils.attention.'
+#: Built from MultiheadAttention but not ``Y + Attn(Y)`` blocks.
+UNSUPPORTED = dict(RevVisionTransformer=(
+    'its reversible blocks add the attention of one half of the channels '
+    'to the other half, which the label rule does not model.'))
+
+
+def describe_vit(backbone: nn.Module) -> Description:
+    """mmpretrain ``VisionTransformer`` (ViT, DeiT), distilled DeiT,
+    ``DeiT3``, SL-ViT (LSA): ``MultiheadAttention`` blocks in
+    ``backbone.layers``, whose ``forward`` passes views of ``qkv(x)`` to
+    SDPA (mmpretrain 1.2.0, ``models/utils/attention.py``); the drop-path
+    is its ``out_drop``."""
+    name = type(backbone).__name__
+    if name in UNSUPPORTED:
+        raise NotImplementedError(
+            f'TL-Align does not support {name}: {UNSUPPORTED[name]}')
+    layers, taps = list(part(backbone, 'layers')), []
+    for i, layer in enumerate(layers):
+        attns = [m for m in layer.modules()
+                 if is_a(m, _MMPRETRAIN + 'MultiheadAttention')]
+        if len(attns) != 1 or not isinstance(
+                getattr(attns[0], 'qkv', None), nn.Linear):
+            raise NotImplementedError(
+                'TL-Align records ViT blocks with one mmpretrain Multihead'
+                f'Attention with qkv; block {i} has {len(attns)}.')
+        if attns[0].scaled_dot_product_attention is not \
+                F.scaled_dot_product_attention:
+            raise NotImplementedError(
+                f'Block {i} attends with a custom function (mmpretrain\'s '
+                "for qk_scale), not torch's SDPA; leave qk_scale unset.")
+        taps += [Tap(i, attns[0].qkv, 'qkv', attns[0]),
+                 Tap(i, getattr(attns[0], 'out_drop', None), 'keep')]
+    return Description(layers, taps, part(backbone, 'patch_embed'),
+                       getattr(backbone, 'num_extra_tokens', 0), None,
+                       vit_readout(backbone, len(layers)))
+
+
+def describe_beit(backbone: nn.Module) -> Description:
+    """mmpretrain ``BEiTViT``: ``BEiTAttention`` builds q, k with its own
+    biases and relative position bias, so no ``qkv`` output is the logits'
+    input; its ``attn_drop`` (an ``nn.Dropout``) is given the softmax. The
+    block's one ``drop_path`` runs on both branches, attention first.
+    Extra tokens and readout: the ViT's."""
+    layers, taps = list(part(backbone, 'layers')), []
+    for i, layer in enumerate(layers):
+        attn = getattr(layer, 'attn', None)
+        if not is_a(attn, _MMPRETRAIN + 'BEiTAttention') or not isinstance(
+                attn.attn_drop, nn.Dropout) or not hasattr(layer, 'drop_path'):
+            raise NotImplementedError(
+                "TL-Align records BEiT blocks with mmpretrain's BEiTAttention"
+                f' (its attn_drop an nn.Dropout) and a drop_path; block {i} '
+                f'is a {type(layer).__name__} with {type(attn).__name__}.')
+        taps += [Tap(i, attn.attn_drop, 'attn_drop_input'),
+                 Tap(i, layer.drop_path, 'keep')]
+    return Description(layers, taps, part(backbone, 'patch_embed'),
+                       getattr(backbone, 'num_extra_tokens', 0), None,
+                       vit_readout(backbone, len(layers)))
+
+
+def describe_swin(backbone: nn.Module) -> Description:
+    """mmpretrain ``SwinTransformer``, SL-Swin, ``SwinTransformerV2``: a
+    ``ShiftWindowMSA`` whose window attention computes its softmax through
+    ``w_msa.softmax`` (V1: scale and relative position bias; V2: cosine
+    attention; masks applied; before dropout), its call's ``hw_shape``
+    giving the window geometry. V1 merges after a stage's blocks, V2
+    before; the head reads ``norm{i}`` of the last output stage (V1 with
+    ``out_after_downsample``: after its merge)."""
+    blocks, taps, ends = [], [], []
+    for stage in part(backbone, 'stages'):
+        merge = [] if stage.downsample is None else [stage.downsample]
+        v2 = is_a(stage, 'mmpretrain.models.backbones.swin_transformer_v2.'
+                  'SwinBlockV2Sequence')
+        taps += [Tap(len(blocks), m, 'step') for m in merge if v2]
+        for block in stage.blocks:
+            msa, i = block.attn, len(blocks)
+            if not is_a(msa, _MMPRETRAIN + 'ShiftWindowMSA') or not \
+                    isinstance(getattr(msa.w_msa, 'softmax', None),
+                               nn.Softmax):
+                raise NotImplementedError(
+                    "TL-Align records Swin blocks with mmpretrain's Shift"
+                    'WindowMSA, its softmax an nn.Softmax; block '
+                    f'{i} uses {type(msa).__name__}.')
+            blocks.append(block)
+            taps += [Tap(i, msa.w_msa.softmax, 'softmax'),
+                     Tap(i, msa, 'windows'), Tap(i, msa.drop, 'keep')]
+        taps += [Tap(len(blocks), m, 'step') for m in merge if not v2]
+        ends.append(len(blocks) - 1)
+    last = last_output_block(ends, backbone.out_indices)
+    through = getattr(backbone, 'out_after_downsample', False) and \
+        backbone.stages[ends.index(last)].downsample is not None
+    return Description(blocks, taps, part(backbone, 'patch_embed'), 0,
+                       (last, through))
+
+
+def describe_pvt(backbone: nn.Module) -> Description:
+    """mmdet's ``PyramidVisionTransformer(V2)``: its
+    ``SpatialReductionAttention`` calls ``nn.MultiheadAttention`` with the
+    defaults ``need_weights=True, average_attn_weights=True``, on keys
+    reduced by its ``sr`` conv; stage ``i``'s ``layers[i][0]`` embeds
+    before its blocks; the head reads ``layers[i][2]`` (the stage's norm)
+    of the last output stage. Ours: a reduced key's label is the mean of
+    the labels its conv window pools; ``MixFFN`` leaves labels alone."""
+    pvt = 'mmdet.models.backbones.pvt.'
+    if not is_a(backbone, pvt + 'PyramidVisionTransformer'):
+        raise NotImplementedError(
+            'TL-Align records SpatialReductionAttention in mmdet PVT (v1, '
+            f'v2) only, not in {type(backbone).__name__}.')
+    blocks, taps, ends = [], [], []
+    for s, (embed, layers, _) in enumerate(backbone.layers):
+        taps += [Tap(len(blocks), embed, 'step')] if s else []
+        for layer in [m for m in layers if is_a(m, pvt + 'PVTEncoderLayer')]:
+            sra, i = layer.attn, len(blocks)
+            if not isinstance(sra.attn, nn.MultiheadAttention) or \
+                    sra.attn.batch_first or sra.sr_ratio > 1 and (
+                        not isinstance(sra.sr, nn.Conv2d)
+                        or sra.sr.padding != (0, 0)):
+                raise NotImplementedError(
+                    'TL-Align records PVT attention by nn.MultiheadAttention '
+                    '(batch_first=False), keys reduced by an unpadded Conv2d'
+                    f'; block {i} has {sra.attn}, {getattr(sra, "sr", None)}.')
+            blocks.append(layer)
+            taps += [Tap(i, sra.attn, 'mha_weights'), Tap(i, sra, 'reduction'),
+                     Tap(i, sra.dropout_layer, 'keep')]
+        ends.append(len(blocks) - 1)
+    return Description(blocks, taps, backbone.layers[0][0], 0,
+                       (last_output_block(ends, backbone.out_indices), False))
+
+
+_TIMM = 'timm.models.vision_transformer.'
+_TIMM_BACKBONE = 'mmpretrain.models.backbones.timm_backbone.TIMMBackbone'
+TIMM_SUPPORTED = ("timm's VisionTransformer family (ViT, DeiT, DeiT3, "
+                  "registers; Block/ResPostBlock with timm's Attention)")
+
+
+def timm_readout(model: nn.Module) -> Tuple[int, Optional[int]]:
+    """What timm's ``forward_head`` reads: the class token (``'token'``),
+    the mean after the prefix (``'avg'``; all with ``pool_include_prefix``),
+    the class and distillation tokens' mean (distilled DeiT, whose
+    ``distilled_training`` returns two logits: refused)."""
+    pool = model.global_pool
+    if getattr(model, 'distilled_training', False):
+        raise NotImplementedError('timm: leave distilled_training off (two '
+                                  'logits; TL-Align aligns one feature).')
+    if is_a(model, 'timm.models.deit.VisionTransformerDistilled'):
+        return (0, 2)
+    if pool == '':  # mmpretrain's TIMMBackbone sets it
+        raise ValueError("timm global_pool='' gives every token: build "
+                         "type='PooledTIMMBackbone', global_pool='token'.")
+    if pool not in ('token', 'avg') or getattr(model, 'attn_pool', None):
+        raise NotImplementedError(
+            f"timm global_pool={pool!r}: TL-Align aligns 'token' and 'avg' "
+            "('max' is not linear, 'map'/'prr' pool with attention).")
+    prefix = 0 if getattr(model, 'pool_include_prefix', False) else \
+        model.num_prefix_tokens
+    return (0, 1) if pool == 'token' else (prefix, None)
+
+
+def describe_timm(backbone: nn.Module) -> Description:
+    """timm's ``VisionTransformer`` family, bare or in mmpretrain's
+    ``TIMMBackbone`` (timm 1.0.31): both paths of ``timm.layers.Attention``
+    (fused or explicit) attend with ``q_norm(q)``, ``k_norm(k)`` at
+    ``scale`` (``nn.Identity`` without qk-norm); ``drop_path1`` is the
+    attention branch's. Prefix tokens (class, distillation, registers)
+    start at ``area_share``: registers hold no pixel (our choice)."""
+    model = getattr(backbone, 'timm_model', backbone)  # TIMMBackbone's
+    if not is_a(model, _TIMM + 'VisionTransformer'):
+        raise NotImplementedError(
+            f'TL-Align does not record timm {type(model).__name__}: only '
+            f"{TIMM_SUPPORTED}. For Swin: mmpretrain's SwinTransformer.")
+    if not isinstance(model.patch_drop, nn.Identity):
+        raise NotImplementedError('timm patch_drop_rate > 0: TL-Align does '
+                                  'not follow PatchDropout; set it to 0.')
+    taps = []
+    for i, block in enumerate(model.blocks):
+        attn = getattr(block, 'attn', None)
+        if not is_a(block, _TIMM + 'Block', _TIMM + 'ResPostBlock') or \
+                not is_a(attn, 'timm.layers.attention.Attention'):
+            raise NotImplementedError(
+                f'TL-Align records {TIMM_SUPPORTED}; block {i} is a '
+                f'{type(block).__name__} with {type(attn).__name__}.')
+        taps += [Tap(i, attn.q_norm, 'q_norm', attn),
+                 Tap(i, attn.k_norm, 'k_norm'),
+                 Tap(i, block.drop_path1, 'keep')]
+    return Description(list(model.blocks), taps, model.patch_embed,
+                       model.num_prefix_tokens, None, timm_readout(model))
+
+
+FAMILIES = {
+    _MMPRETRAIN + 'MultiheadAttention': describe_vit,
+    _MMPRETRAIN + 'BEiTAttention': describe_beit,
+    _MMPRETRAIN + 'ShiftWindowMSA': describe_swin,
+    'mmdet.models.backbones.pvt.SpatialReductionAttention': describe_pvt,
+    'timm.layers.attention.Attention': describe_timm,
+}
+
+
+def describe(backbone: nn.Module) -> Description:
+    """The :class:`Description` of ``backbone``, by the family of the
+    attention modules it holds (every timm model is timm's to describe or
+    refuse); a clear error naming what is supported otherwise."""
+    if not isinstance(backbone, nn.Module):
+        raise TypeError(f'TL-Align records a module, got {backbone!r} (an '
+                        "mmpretrain backbone's .eval() returns None).")
+    timm = is_a(backbone, _TIMM_BACKBONE) or \
+        type(backbone).__module__.startswith('timm.')
+    found = {describe_timm} if timm else {
+        lookup(FAMILIES, m) for m in backbone.modules()} - {None}
+    if len(found) != 1:
+        raise NotImplementedError(
+            f'TL-Align has no family description for {type(backbone).__name__}'
+            f': it holds {"none" if not found else "more than one"} of '
+            f'{", ".join(FAMILIES)} (docs/design.md, "Adding a backbone").')
+    description = found.pop()(backbone)
+    for module in [description.embed] + [
+            t.module for t in description.taps if t.kind == 'step']:
+        token_rule(module)
+    return description
+
+
+def patch_size(embed: nn.Module) -> Optional[Tuple[int, int]]:
+    """``(ph, pw)``: the patch embedding conv's stride, or its
+    ``patch_size`` (SPT); ``None`` if neither."""
+    conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
+    if isinstance(conv, nn.Conv2d):
+        return tuple(int(s) for s in conv.stride)
+    size = getattr(embed, 'patch_size', None)
+    if isinstance(size, (tuple, list)) and len(size) == 2 and all(
+            isinstance(s, int) for s in size):
+        return tuple(size)
+    return None

@@ -1,0 +1,190 @@
+"""The kinds of tap, and the :class:`Recording` that puts them on a
+backbone (timm's ``FeatureHooks`` pattern).
+
+A tap is a forward hook (or pre-hook) on one module of one block that
+copies what the backbone's own forward computes into that block's
+:class:`~tlalign_mm.core.Slot`. The kinds form a closed set
+(:data:`TAPS`); a family's description (:mod:`.families`) says which
+module of which block gets which kind. Taps hold no labels and change no
+module: the forward, tokens and gradients are the plain ones; outside a
+recorded call they return at once. They are installed once, not per call,
+because ``torch.compile`` breaks the graph on every
+``register_forward_hook`` in a compiled step.
+"""
+from functools import partial
+from typing import Optional, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from tlalign_mm.core import Recorded, Reduction, Slot, TokenStep, Windows
+
+from .families import Description, describe
+from .spt_lsa.lsa import LocalitySelfAttention, diagonal_mask
+from .token_rules import input_grid, token_rule
+
+
+def qkv_output(slot, attn, module, args, qkv):
+    """mmpretrain ``MultiheadAttention.qkv`` (an ``nn.Linear``): q and k as
+    views of its output, at SDPA's default scale; LSA's learned per-head
+    ``scale`` and diagonal mask as ``scale`` and ``bias``."""
+    B, N = qkv.shape[:2]
+    slot.q, slot.k, _ = qkv.detach().reshape(
+        B, N, 3, attn.num_heads, attn.head_dims).permute(2, 0, 3, 1, 4)
+    if isinstance(attn, LocalitySelfAttention):
+        slot.scale = attn.scale.detach()
+        if attn.diagonal_masking and N > 1:
+            slot.bias = diagonal_mask(N, torch.float32, qkv.device)
+
+
+def q_norm_output(slot, attn, module, args, q):
+    """timm ``Attention.q_norm``: the queries both of its paths use."""
+    slot.q, slot.scale = q.detach(), attn.scale
+
+
+def k_norm_output(slot, arg, module, args, k):
+    slot.k = k.detach()
+
+
+def softmax_output(slot, arg, module, args, probs):
+    """An ``nn.Softmax`` whose output is the attention (Swin)."""
+    slot.probs = probs.detach()
+
+
+def attn_drop_input(slot, arg, module, args):
+    """The softmax an attention dropout is given (BEiT)."""
+    slot.probs = args[0].detach()
+
+
+def mha_weights(slot, arg, mha, args, kwargs, output):
+    """``nn.MultiheadAttention``'s head-averaged weights; with attention
+    dropout in training those are after dropout, so q and k instead,
+    projected from its inputs with its ``in_proj`` weights (the projection
+    runs inside ``F.multi_head_attention_forward``, no module to hook)."""
+    if not kwargs.get('need_weights', True) or \
+            not kwargs.get('average_attn_weights', True):
+        raise RuntimeError('TL-Align records nn.MultiheadAttention called '
+                           'with need_weights, average_attn_weights True.')
+    if not (mha.training and mha.dropout > 0):
+        slot.probs = output[1].detach()
+        return
+    C, H = mha.embed_dim, mha.num_heads
+    for part, name in enumerate(('query', 'key')):
+        x = kwargs[name] if name in kwargs else args[part]
+        rows = slice(part * C, (part + 1) * C)
+        bias = None if mha.in_proj_bias is None else mha.in_proj_bias[rows]
+        with torch.no_grad():
+            y = F.linear(x.detach(), mha.in_proj_weight[rows], bias)
+        setattr(slot, name[0], y.unflatten(-1, (H, -1)).permute(1, 2, 0, 3))
+
+
+def _hw(args, kwargs) -> Tuple[int, int]:
+    hw = args[1] if len(args) > 1 else kwargs['hw_shape']
+    return int(hw[0]), int(hw[1])
+
+
+def window_geometry(slot, arg, msa, args, kwargs, output):
+    """Swin's ``ShiftWindowMSA`` call: the :class:`Windows` key map, the
+    shift turned off when the map equals the window without
+    ``pad_small_map`` (mirrors ``ShiftWindowMSA.forward``)."""
+    (H, W), ws = _hw(args, kwargs), msa.window_size
+    shift = 0 if min(H, W) == ws and not msa.pad_small_map else \
+        msa.shift_size
+    slot.key_map = Windows((H, W), ws, shift,
+                           ((ws - H % ws) % ws, (ws - W % ws) % ws))
+
+
+def spatial_reduction(slot, arg, sra, args, kwargs, output):
+    """PVT's ``SpatialReductionAttention`` call: the :class:`Reduction`
+    key map of its ``sr`` conv (none when ``sr_ratio`` is 1)."""
+    sr = sra.sr if sra.sr_ratio > 1 else nn.Identity()
+    slot.key_map = Reduction(_hw(args, kwargs),
+                             tuple(getattr(sr, 'kernel_size', (1, 1))),
+                             tuple(getattr(sr, 'stride', (1, 1))))
+
+
+def drop_path_keep(slot, arg, module, args, output):
+    """A sample is dropped exactly when the drop-path's output for it is
+    zeros (it scales the branch by 0 or ``1 / keep_prob``): read off the
+    real call, any RNG; the first token's row decides. A drop-path called
+    on both branches (BEiT) keeps its first call, the attention branch's."""
+    if module.training and slot.keep is None:
+        slot.keep = output[:, :1].any(dim=(1, 2), keepdim=True) \
+            if output.dim() == 3 else output.flatten(1).any(1).view(-1, 1, 1)
+
+
+def token_step(slot, rule, module, args, kwargs):
+    slot.step = TokenStep(input_grid(args, kwargs), rule,
+                          type(module).__name__)
+
+
+#: kind: (function, hook, the slot part it records)
+TAPS = {
+    'qkv': (qkv_output, 'forward', 'attention'),
+    'q_norm': (q_norm_output, 'forward', 'attention'),
+    'k_norm': (k_norm_output, 'forward', 'attention'),
+    'softmax': (softmax_output, 'forward', 'attention'),
+    'attn_drop_input': (attn_drop_input, 'pre', 'attention'),
+    'mha_weights': (mha_weights, 'forward_kw', 'attention'),
+    'windows': (window_geometry, 'forward_kw', 'key_map'),
+    'reduction': (spatial_reduction, 'forward_kw', 'key_map'),
+    'keep': (drop_path_keep, 'forward', None),
+    'step': (token_step, 'pre_kw', 'step'),
+}
+
+
+def _fire(recording, block, tap, arg, module, *hook_args):
+    slots = recording.slots
+    if slots is not None:
+        tap(slots[block], arg, module, *hook_args)
+
+
+class Recording:
+    """The taps of ``backbone``'s description (by default
+    :func:`~tlalign_mm.models.families.describe`'s), each bound to its
+    block's slot.
+    ``recording(images) -> (feats, Recorded)`` runs the backbone's own
+    forward once, with fresh slots; :meth:`remove` takes the taps off."""
+
+    def __init__(self, backbone: nn.Module,
+                 description: Optional[Description] = None):
+        self.backbone = backbone
+        self.description = d = description or describe(backbone)
+        expects = [[] for _ in range(len(d.blocks) + 1)]
+        self._handles = []
+        for block, module, kind, arg in d.taps:
+            if kind == 'keep' and isinstance(module, (nn.Identity,
+                                                      type(None))):
+                continue  # a drop-path that drops nothing
+            fn, hook, part = TAPS[kind]
+            if kind == 'step':
+                arg = partial(token_rule(module), module)
+            fire = partial(_fire, self, block, fn, arg)
+            kw = dict(with_kwargs=True) if hook.endswith('_kw') else {}
+            register = module.register_forward_pre_hook if \
+                hook.startswith('pre') else module.register_forward_hook
+            self._handles.append(register(fire, **kw))
+            if part not in (None, *expects[block]):
+                expects[block].append(part)
+        self._expects = [tuple(e) for e in expects]
+        self._embed = partial(token_rule(d.embed), d.embed)
+        self.slots: Optional[list] = None
+
+    def __call__(self, images: torch.Tensor) -> Tuple[object, Recorded]:
+        if self.slots is not None:
+            raise RuntimeError(f'{type(self.backbone).__name__} is being '
+                               'recorded already (in another thread?).')
+        self.slots = [Slot(expects) for expects in self._expects]
+        try:
+            feats = self.backbone(images)
+        finally:
+            slots, self.slots = self.slots, None
+        d = self.description
+        return feats, Recorded(slots, self._embed, d.extra_tokens,
+                               d.head_after)
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []

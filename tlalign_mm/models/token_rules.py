@@ -1,0 +1,119 @@
+"""How a module that makes tokens makes their labels: one rule per module
+type, in one table (:data:`TOKEN_RULES`). A token made from a window of
+positions (a patch embedding's conv, patch merging's unfold, SPT's five
+shifted windows) gets the mean label of the real positions its window
+reads (padding carries no mass).
+
+Modules are looked up by import path along their class's MRO (subclasses
+are covered; no optional library is imported to look), as the attention
+modules of :mod:`.families` are. A new token-making module: an entry
+``'my_pkg.MyEmbed': rule``, ``rule(module, label_map)``,
+``(B, S, H, W) -> (B, N, S)``.
+"""
+from typing import Callable, Dict, Optional, Tuple
+
+import torch
+import torch.nn as nn
+
+from tlalign_mm.core import window_labels
+
+from .spt_lsa.spt import spt_token_labels
+
+TokenRule = Callable[[nn.Module, torch.Tensor], torch.Tensor]
+
+
+def class_paths(obj):
+    """``'package.module.Class'`` of ``obj``'s class and its bases."""
+    return [f'{c.__module__}.{c.__qualname__}' for c in type(obj).__mro__]
+
+
+def lookup(table: Dict[str, object], obj) -> Optional[object]:
+    """The entry of ``obj``'s class or of its nearest base in ``table``."""
+    return next((table[p] for p in class_paths(obj) if p in table), None)
+
+
+def is_a(obj, *paths: str) -> bool:
+    """``isinstance`` by import path (imports nothing)."""
+    return any(p in paths for p in class_paths(obj))
+
+
+def _adaptive_pre_pad(adaptive: Optional[nn.Module], hw) -> Optional[tuple]:
+    """The ``(left, right, top, bottom)`` zero padding mmcv's (and mmdet's)
+    ``AdaptivePadding`` applies to an ``hw`` map."""
+    if adaptive is None:
+        return None
+    pad_h, pad_w = adaptive.get_pad_shape(hw)
+    if adaptive.padding == 'corner':
+        return (0, pad_w, 0, pad_h)
+    return (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2)
+
+
+def conv_embed_labels(embed: nn.Module,
+                      label_map: torch.Tensor) -> torch.Tensor:
+    """mmcv's and mmdet's ``PatchEmbed`` (a conv ``projection`` after
+    optional adaptive padding, which mmcv names ``adaptive_padding`` and
+    mmdet ``adap_padding``): the mean over each conv window's real
+    positions. Overlapping windows (PVT v2) included."""
+    adaptive = getattr(embed, 'adaptive_padding', None) or getattr(
+        embed, 'adap_padding', None)
+    return window_labels(embed.projection, label_map,
+                         _adaptive_pre_pad(adaptive, label_map.shape[-2:]))
+
+
+def patch_merging_labels(merging: nn.Module,
+                         label_map: torch.Tensor) -> torch.Tensor:
+    """mmcv's ``PatchMerging`` (Swin) and mmpretrain's copy of it (Swin V2;
+    not a subclass, and its ``use_post_norm`` only moves the norm after the
+    reduction): a merged token's label is the mean label of the tokens its
+    ``nn.Unfold`` window gathers, the adaptive padding carrying no mass."""
+    return window_labels(
+        merging.sampler, label_map,
+        _adaptive_pre_pad(merging.adaptive_padding, label_map.shape[-2:]))
+
+
+def timm_patch_embed_labels(embed: nn.Module,
+                            label_map: torch.Tensor) -> torch.Tensor:
+    """timm's ``PatchEmbed``: the mean over real positions under each
+    window of ``proj``, after ``dynamic_img_pad``'s bottom/right padding
+    (mirrored from ``PatchEmbed.forward``, timm 1.0.31)."""
+    pre_pad = None
+    if embed.dynamic_img_pad:
+        H, W = label_map.shape[-2:]
+        ph, pw = embed.patch_size
+        pre_pad = (0, (pw - W % pw) % pw, 0, (ph - H % ph) % ph)
+    return window_labels(embed.proj, label_map, pre_pad)
+
+
+TOKEN_RULES: Dict[str, TokenRule] = {
+    'mmcv.cnn.bricks.transformer.PatchEmbed': conv_embed_labels,
+    'mmdet.models.layers.transformer.utils.PatchEmbed': conv_embed_labels,
+    'mmcv.cnn.bricks.transformer.PatchMerging': patch_merging_labels,
+    'mmpretrain.models.utils.embed.PatchMerging': patch_merging_labels,
+    'timm.layers.patch_embed.PatchEmbed': timm_patch_embed_labels,
+    'tlalign_mm.models.spt_lsa.spt.ShiftedPatchTokenization':
+    spt_token_labels,
+}
+
+
+def token_rule(module: nn.Module) -> TokenRule:
+    """The label rule of ``module``'s class or its nearest listed base; a
+    clear error if it has none."""
+    rule = lookup(TOKEN_RULES, module)
+    if rule is None:
+        raise NotImplementedError(
+            f'TL-Align has no label rule for the tokens of '
+            f'{class_paths(module)[0]}: add one to TOKEN_RULES '
+            f'(tlalign_mm/models/token_rules.py: {", ".join(TOKEN_RULES)}).')
+    return rule
+
+
+def input_grid(args: tuple, kwargs: dict) -> Tuple[int, int]:
+    """``(H, W)`` of a token-making module's input, from its call: an image
+    or feature map ``(B, C, H, W)``, or a token map ``(B, H*W, C)`` with its
+    ``input_size`` (mmcv ``PatchMerging``, SPT pooling)."""
+    x = args[0] if args else kwargs['x']
+    if x.dim() == 4:
+        hw = x.shape[-2:]
+    else:
+        hw = args[1] if len(args) > 1 else kwargs['input_size']
+    return int(hw[0]), int(hw[1])
