@@ -15,12 +15,14 @@ log, then one ``smoke: ok`` line. What it changes, and nothing else:
   its type reads (:mod:`tlalign_mm.datasets.synthetic`: ImageNet, CIFAR,
   Tiny-ImageNet, Flowers-102, Stanford Cars, ADE20K, COCO, ImageNet-A/R/
   V2/C); a dataset type without a writer keeps the config's data and reads
-  its first few samples (``indices``); CIFAR's md5 check is off;
+  its first few samples (``indices``); CIFAR's md5 check is off; the
+  data lists are not serialised (``serialize_data``, a gc.collect each);
 * the input size: every ``scale``/``scales``/``crop_size`` of the
   pipelines, the backbone's ``img_size`` and the segmentor's input
   ``size`` are divided by one factor, the config's size over ``--size``
   (default 32 px for classification, 64 for segmentation, 128 for
-  detection's short side; never enlarged);
+  detection's short side; never enlarged); a Swin pads the stages that
+  become smaller than its window (``pad_small_map=True``);
 * the loaders: batch size 2 (a test config: its whole tiny set), no
   workers, no pinned memory; the training sampler is the config's, cut to
   its first two batches;
@@ -28,11 +30,13 @@ log, then one ``smoke: ok`` line. What it changes, and nothing else:
   (``val_interval``); the schedule (``max_epochs``/``max_iters``,
   ``param_scheduler``) is the config's, checked by
   :func:`tlalign_mm.engine.schedules.check_schedule`; the logger logs every
-  iteration; no checkpoint is written;
+  iteration; no checkpoint is written (``default_hooks.checkpoint``);
 * weights: ``load_from`` and ``Pretrained`` ``init_cfg`` checkpoints are
   dropped, so the model starts from its own initialisation;
-* detection: at most 64 proposals and 64 sampled RoIs per image (2000 /
-  512 in the Cascade configs), which bounds the RoI heads' cost;
+* detection: at most 16 proposals, 16 sampled RoIs and 16 detections
+  per image (2000 / 512 / 100 in the Cascade configs), which bounds the
+  RoI heads' cost, and no score threshold (an untrained model's scores
+  are all below it, which would leave COCO's metric nothing to score);
 * mixed precision (``AmpOptimWrapper``) runs as fp32 without a GPU.
 
 Any ``tools/train.py`` option is passed on (``--amp``, ``--cfg-options``,
@@ -70,7 +74,7 @@ ITERS = 2
 BATCH = 2
 SIZE = {'mmpretrain': 32, 'mmseg': 64, 'mmdet': 128}
 SIZE_KEYS = ('scale', 'scales', 'crop_size')
-ROIS = 64
+ROIS = 16
 
 #: dataset type -> writer of its tiny copy (root -> None)
 WRITERS = {
@@ -340,7 +344,9 @@ def shrink(cfg: Config, data_dir: str, size: Optional[int] = None,
     if hooks.get('checkpoint') is not None:
         hooks.checkpoint = None
         changes.append('default_hooks.checkpoint -> None (nothing saved)')
-    if hooks.get('logger') is not None:
+    if hooks.get('logger') is not None and hooks.logger.get('interval') != 1:
+        changes.append(f'default_hooks.logger.interval '
+                       f'{hooks.logger.get("interval")} -> 1')
         hooks.logger.interval = 1
     for evaluator in ('val_evaluator', 'test_evaluator'):
         for metric in _as_list(cfg.get(evaluator)):
@@ -381,6 +387,13 @@ def _fewer_rois(model: dict) -> List[str]:
                 changes.append(f'model.{stage}.rcnn.sampler.num '
                                f'{sampler.num} -> {ROIS}')
                 sampler.num = ROIS
+            if rcnn.get('max_per_img', 0) > ROIS:
+                # an untrained model scores below any threshold: keep its
+                # best ROIS detections for the evaluator to score
+                changes.append(f'model.{stage}.rcnn: max_per_img '
+                               f'{rcnn.max_per_img} -> {ROIS}, score_thr '
+                               f'{rcnn.get("score_thr")} -> 0')
+                rcnn.update(max_per_img=ROIS, score_thr=0.0)
     return changes
 
 
@@ -398,7 +411,7 @@ def smoke(config: str, argv: Sequence[str] = (), size: Optional[int] = None,
           work_dir: Optional[str] = None) -> Dict:
     """Run the smoke test of ``config`` in this process; ``argv``: more
     ``tools/train.py`` options. Returns ``changes``, ``steps`` (train, val
-    and test steps run), ``losses`` and ``metrics``."""
+    and test steps run), ``losses``, ``metrics`` and the ``work_dir``."""
     install()
     work_dir = work_dir or tempfile.mkdtemp(prefix='smoke_')
     cfg = Config.fromfile(config)
@@ -416,13 +429,13 @@ def smoke(config: str, argv: Sequence[str] = (), size: Optional[int] = None,
     cfg = tool.merge_args(cfg, args)
     if test:
         cfg.load_from = None
+    else:  # the user's schedule: smoke leaves it as it is
+        check_schedule(cfg)
     changes = shrink(cfg, osp.join(work_dir, 'data'), size, test)
     print('\n'.join(['smoke: changed to make the run small:'] +
                     [f'  {c}' for c in changes]), flush=True)
     check_config_datasets(cfg, ['test_dataloader'] if test else
                           ['train_dataloader', 'val_dataloader'])
-    if not test:
-        check_schedule(cfg)
     if cfg.get('visualizer') is not None:
         # mmdet's and mmseg's runtimes name theirs 'visualizer': an earlier
         # Runner's instance (and work dir) would be reused in this process
@@ -430,9 +443,12 @@ def smoke(config: str, argv: Sequence[str] = (), size: Optional[int] = None,
     hook = SmokeHook()
     runner = train.build_runner(cfg)
     runner.register_hook(hook)
-    runner.test() if test else runner.train()
+    if test:
+        runner.test()
+    else:
+        runner.train()
     return dict(changes=changes, steps=dict(hook.steps), losses=hook.losses,
-                metrics=hook.metrics)
+                metrics=hook.metrics, work_dir=work_dir)
 
 
 def parse_args():
@@ -456,7 +472,8 @@ def main():
     done = f'{steps["test"]} test step' if steps['test'] else \
         f'{steps["train"]} iterations (loss {losses}), {steps["val"]} ' \
         'validation step'
-    print(f'smoke: ok, {done}; metrics {result["metrics"]}')
+    print(f'smoke: ok, {done}; metrics {result["metrics"]} (data and '
+          f'logs: {result["work_dir"]})')
 
 
 if __name__ == '__main__':
