@@ -84,7 +84,7 @@ def check(result: dict, test: bool) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('config', params())
+@pytest.mark.parametrize('config', list(params()))
 def test_every_config(config, tmp_path, quick_runner_setup):
     result = SMOKE.smoke(osp.join(ROOT, config), work_dir=str(tmp_path))
     check(result, config.startswith(osp.join('configs', 'robustness')))
