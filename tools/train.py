@@ -42,6 +42,7 @@ import tlalign_mm  # noqa: E402,F401  registers modules
 from tlalign_mm.checkpoint import add_checkpoint_hooks, install, run_tool  # noqa: E402,E501
 from tlalign_mm.datasets import check_config_datasets  # noqa: E402
 from tlalign_mm.distributed import setup_cpu_distributed  # noqa: E402
+from tlalign_mm.engine.schedules import check_schedule  # noqa: E402
 
 
 def parse_args():
@@ -158,6 +159,7 @@ def main():
 
     # a missing dataset fails now, naming the layout it expects
     check_config_datasets(cfg, ['train_dataloader', 'val_dataloader'])
+    check_schedule(cfg)  # a run shorter than the warm-up fails now, too
     setup_cpu_distributed(cfg)
 
     runner = build_runner(cfg)

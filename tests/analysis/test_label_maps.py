@@ -80,4 +80,5 @@ def test_cli_writes_the_grid(setups, run_tool, tmp_path, mix):
     assert 1000 < png.stat().st_size < 200_000
     saved = json.loads((tmp_path / 'maps.json').read_text())
     assert saved['rows'][0]['cutmix_label'] == rows[0]['cutmix_label']
+    assert saved['mix'] == {'cutmix': 'CutMix', 'resizemix': 'ResizeMix'}[mix]
     assert len(saved['rows'][0]['aligned_map']) == 4  # 4x4 patch tokens

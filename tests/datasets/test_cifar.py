@@ -4,8 +4,8 @@ import pickle
 
 import pytest
 
-from tests.downstream.datasets import write_cifar
 from tlalign_mm.datasets import LocalCIFAR10, LocalCIFAR100
+from tlalign_mm.datasets.synthetic import write_cifar
 
 
 @pytest.mark.parametrize('cls, kind, name, key', [

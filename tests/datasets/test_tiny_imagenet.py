@@ -3,8 +3,8 @@ import shutil
 
 import pytest
 
-from tests.downstream.datasets import write_class_folders
 from tlalign_mm.datasets import TinyImageNet
+from tlalign_mm.datasets.synthetic import write_class_folders
 
 CLASSES = ['n001', 'n002', 'n003', 'n004']
 

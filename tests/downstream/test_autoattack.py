@@ -117,8 +117,20 @@ def test_eps_zero_keeps_clean_accuracy():
     model = PixelSpaceClassifier(tiny_classifier())
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(4))
     labels = half_right(model, x)
-    result = autoattack_accuracy(model, [(x, labels)], norm='Linf', eps=0.0,
-                                 version='custom', attacks=CHEAP)
+    events = []
+    # two batches, one right and one wrong image each
+    result = autoattack_accuracy(model, [(x[0::2], labels[0::2]),
+                                         (x[1::2], labels[1::2])],
+                                 norm='Linf', eps=0.0, version='custom',
+                                 attacks=CHEAP, num_batches=2,
+                                 progress=events.append)
+    # progress after each attack of each batch (on the images still
+    # robust), then after the batch (running totals)
+    assert [(e['batch'], e['attack'], e['images']) for e in events] == [
+        (1, 'apgd-ce', 1), (1, None, 2), (2, 'apgd-ce', 1), (2, None, 4)]
+    assert [e['robust'] for e in events if e['attack'] is None] == [1, 2]
+    # an estimate while work is left; none left after batch 2's attack
+    assert [e['left'] > 0 for e in events] == [True, True, False, False]
     assert result['num_images'] == 4 and result['num_classes'] == 10
     assert result['clean_correct'] == 2 and result['clean_accuracy'] == 50
     assert result['robust_correct'] == 2 and result['robust_accuracy'] == 50
@@ -154,10 +166,13 @@ def test_fewer_than_ten_classes_target_all_the_others():
     with torch.no_grad():
         labels = model(x).argmax(1)
     # eps 0: nothing is fooled, so every target class is tried
+    events = []
     result = autoattack_accuracy(model, [(x, labels)], eps=0.0,
                                  version='custom',
-                                 attacks=['apgd-t', 'fab-t'])
+                                 attacks=['apgd-t', 'fab-t'],
+                                 progress=events.append)
     assert result['robust_accuracy'] == result['clean_accuracy'] == 100
+    assert [e['attack'] for e in events] == ['apgd-t', 'fab-t', None]
 
 
 def test_a_model_that_returns_no_logits_is_refused():

@@ -11,8 +11,7 @@ from mmengine.config import Config
 
 from tlalign_mm.datasets import check_config_datasets
 from tlalign_mm.datasets.layouts import check_dataset_layout
-
-from .datasets import (
+from tlalign_mm.datasets.synthetic import (
     write_ade20k,
     write_coco,
     write_flowers102,

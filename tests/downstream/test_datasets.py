@@ -22,8 +22,7 @@ from tlalign_mm.datasets import (
     imagenet_synsets,
     subset_synsets,
 )
-
-from .datasets import (
+from tlalign_mm.datasets.synthetic import (
     write_cifar,
     write_class_folders,
     write_flowers102,

@@ -13,6 +13,7 @@ from tlalign_mm.datasets import (
     imagenet_synsets,
     subset_synsets,
 )
+from tlalign_mm.datasets.synthetic import write_class_folders, write_imagenet_c
 from tlalign_mm.downstream.metrics import (
     ALEXNET_ERR,
     CorruptionError,
@@ -20,7 +21,6 @@ from tlalign_mm.downstream.metrics import (
     mce,
 )
 
-from .datasets import write_class_folders, write_imagenet_c
 from .tiny import TINY_SWIN, TINY_VIT, config_path, shrink, tiny_width
 
 

@@ -6,7 +6,8 @@ only what CPU time forces, all of it here and named:
 * the data root (and the COCO evaluator's annotation file under it);
 * the image scale: every ``scale``/``scales``/``crop_size`` in the
   pipelines, the segmentor's ``data_preprocessor.size`` and the backbone's
-  ``img_size`` are divided by one factor;
+  ``img_size`` are divided by one factor (``tools/smoke.py``'s
+  ``shrink_sizes``);
 * the iteration count (2 training iterations), batch size 2, no workers,
   no validation during training;
 * mixed precision (AmpOptimWrapper) off where there is no GPU;
@@ -32,12 +33,15 @@ from mmengine.logging import MessageHub
 from mmengine.registry import init_default_scope
 from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
 
+from tests.tool_scripts import load_tool
+
+SMOKE = load_tool('smoke.py')  # its size shrinking: the same as smoke runs'
+
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 TINY_VIT = dict(
     embed_dims=32, num_layers=4, num_heads=2, feedforward_channels=64)
 TINY_SWIN = dict(embed_dims=16, depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4])
-SIZE_KEYS = ('scale', 'scales', 'crop_size')
 
 
 def config_path(*parts: str) -> str:
@@ -81,28 +85,6 @@ def make_pretrain_checkpoint(config: str, path: str, arch: dict,
     return state_dict
 
 
-def _shrink_value(value, factor: int):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return max(1, round(value / factor))
-    if isinstance(value, (list, tuple)):
-        return type(value)(_shrink_value(v, factor) for v in value)
-    return value
-
-
-def _shrink_pipeline(obj, factor: int):
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if key in SIZE_KEYS:
-                obj[key] = _shrink_value(value, factor)
-            else:
-                _shrink_pipeline(value, factor)
-    elif isinstance(obj, list):
-        for item in obj:
-            _shrink_pipeline(item, factor)
-
-
 def _datasets(cfg: Config):
     for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         loader = cfg.get(name)
@@ -120,16 +102,16 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
     cfg = copy.deepcopy(cfg)
     for _, loader, dataset in _datasets(cfg):
         dataset.data_root = data_root
-        _shrink_pipeline(dataset.pipeline, factor)
+        SMOKE.shrink_sizes(dataset.pipeline, factor)
         loader.batch_size = 2
         loader.num_workers = 0
         loader.persistent_workers = False
     backbone = cfg.model.backbone
     if 'img_size' in backbone:
-        backbone.img_size = _shrink_value(backbone.img_size, factor)
+        backbone.img_size = SMOKE.divide_size(backbone.img_size, factor)
     preprocessor = cfg.model.get('data_preprocessor')
     if preprocessor is not None and preprocessor.get('size') is not None:
-        preprocessor.size = _shrink_value(preprocessor.size, factor)
+        preprocessor.size = SMOKE.divide_size(preprocessor.size, factor)
     cfg.work_dir = work_dir
     cfg.default_hooks.logger.interval = 1
     optim_wrapper = cfg.get('optim_wrapper', {})

@@ -16,7 +16,6 @@ from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
 from tests.downstream import e2e
-from tests.downstream.datasets import write_coco
 from tests.downstream.tiny import (
     TINY_SWIN,
     config_path,
@@ -24,6 +23,7 @@ from tests.downstream.tiny import (
     make_pretrain_checkpoint,
     shrink,
 )
+from tlalign_mm.datasets.synthetic import write_coco
 
 CONFIG = config_path(
     'cascade_mask_rcnn',

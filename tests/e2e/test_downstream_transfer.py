@@ -20,11 +20,6 @@ from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
 from tests.downstream import e2e
-from tests.downstream.datasets import (
-    write_cifar,
-    write_flowers102,
-    write_stanford_cars,
-)
 from tests.downstream.tiny import (
     TINY_VIT,
     config_path,
@@ -33,6 +28,11 @@ from tests.downstream.tiny import (
     shrink,
 )
 from tests.tool_scripts import export_cli
+from tlalign_mm.datasets.synthetic import (
+    write_cifar,
+    write_flowers102,
+    write_stanford_cars,
+)
 
 PRETRAIN = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')
 CASES = {

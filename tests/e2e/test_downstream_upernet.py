@@ -15,7 +15,6 @@ from mmpretrain.models.utils import resize_pos_embed
 
 import tlalign_mm.downstream  # noqa: F401
 from tests.downstream import e2e
-from tests.downstream.datasets import write_ade20k
 from tests.downstream.tiny import (
     TINY_VIT,
     config_path,
@@ -23,6 +22,7 @@ from tests.downstream.tiny import (
     make_pretrain_checkpoint,
     shrink,
 )
+from tlalign_mm.datasets.synthetic import write_ade20k
 
 CONFIG = config_path(
     'upernet',

@@ -76,14 +76,19 @@ def mixing_ratio_lines(series: Dict[str, np.ndarray], path: str,
 
 
 def label_map_grid(images1, images2, mixed, initial, aligned, path: str,
-                   titles: Optional[List[str]] = None, dpi: int = 80) -> str:
-    """Rows of: image 1, image 2, mixed image, initial label map, aligned
-    label map (all ``(H, W, 3)``/``(h, w, 3)`` arrays in [0, 1])."""
+                   titles: Optional[List[str]] = None, dpi: int = 80,
+                   mix: str = 'CutMix') -> str:
+    """Rows of: image 1, image 2, the image ``mix`` (the augment's name)
+    made of them, initial label map, aligned label map (all
+    ``(H, W, 3)``/``(h, w, 3)`` arrays in [0, 1]; label maps coloured by
+    :func:`~tlalign_mm.analysis.label_maps.label_colours`, whose key,
+    image 1's share from blue 0 to red 1, is drawn below them)."""
     plt = _pyplot()
+    from matplotlib.colors import LinearSegmentedColormap
     rows = len(mixed)
-    heads = ['image 1', 'image 2', 'mixed', 'initial labels',
+    heads = ['image 1', 'image 2', f'mixed ({mix})', 'initial labels',
              'aligned labels']
-    fig, axes = plt.subplots(rows, 5, figsize=(7.5, 1.6 * rows + 0.3),
+    fig, axes = plt.subplots(rows, 5, figsize=(7.5, 1.6 * rows + 0.9),
                              squeeze=False)
     for r in range(rows):
         for c, img in enumerate((images1[r], images2[r], mixed[r],
@@ -96,7 +101,22 @@ def label_map_grid(images1, images2, mixed, initial, aligned, path: str,
                 ax.set_title(heads[c], fontsize=8)
         if titles:
             axes[r, 4].set_xlabel(titles[r], fontsize=7)
-    return _save(fig, path, dpi=dpi)
+    fig.tight_layout(rect=(0, 0.6 / (1.6 * rows + 0.9), 1, 1))
+    # label_colours: w1 * red + w2 * blue, i.e. linear from blue to red
+    key = LinearSegmentedColormap.from_list('labels', [(0, 0, 1), (1, 0, 0)])
+    left, right = axes[-1, 3].get_position(), axes[-1, 4].get_position()
+    bar = fig.add_axes((left.x0, 0.25 / fig.get_figheight(),
+                        right.x1 - left.x0, 0.12 / fig.get_figheight()))
+    fig.colorbar(plt.cm.ScalarMappable(cmap=key), cax=bar,
+                 orientation='horizontal', ticks=[0, 0.5, 1])
+    ends = bar.set_xticklabels(['0: image 2', '0.5', '1: image 1'],
+                               fontsize=7)
+    ends[0].set_ha('left')
+    ends[-1].set_ha('right')
+    bar.set_title("token label: image 1's share", fontsize=7)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
 
 
 # Colours of the main job's targets (tools/run_demo.py), others in turn.

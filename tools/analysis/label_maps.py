@@ -4,9 +4,11 @@ Fig. 5).
 
 One row per mixed image: image 1, image 2, the mixed image, the initial
 token labels and the aligned token labels after the last block, red toward
-image 1 and blue toward image 2. Under each aligned map: the label of what
-the model classifies (class token or pooled tokens) against the CutMix
-label, both as image 1's share, and the range of the aligned map.
+image 1 and blue toward image 2 (the key is below them). Under each aligned
+map: the label of what the model classifies (class token or pooled tokens)
+against the augment's own label (``--mix``: CutMix's, ResizeMix's or
+Mixup's area label), both as image 1's share, and the range of the aligned
+map.
 
 Examples::
 
@@ -41,6 +43,9 @@ from tlalign_mm.analysis.label_maps import (  # noqa: E402
 from tlalign_mm.analysis.session import (  # noqa: E402
     write_json,
 )
+
+#: the augments' names in the picture
+MIX_NAMES = {'cutmix': 'CutMix', 'mixup': 'Mixup', 'resizemix': 'ResizeMix'}
 
 
 def parse_args(argv=None):
@@ -86,18 +91,20 @@ def main(argv=None):
         raise SystemExit('No images.')
     # The label of what is classified, the CutMix label, and the range of
     # the aligned map (image 1's share): after many blocks it is narrow.
+    mix = MIX_NAMES[args.mix]
     titles = []
     for r in rows:
         share = torch.tensor(r['aligned_map'])
-        titles.append(f"label {r['aligned_label'][0]:.2f} (CutMix "
+        titles.append(f"label {r['aligned_label'][0]:.2f} ({mix} "
                       f"{r['cutmix_label'][0]:.2f})\nmap "
                       f"{share.min():.2f}-{share.max():.2f}")
     png = figures.label_map_grid(
         *[[x.numpy() for x in cols[k]] for k in cols],
-        osp.join(work_dir, args.out), titles=titles, dpi=args.dpi)
+        osp.join(work_dir, args.out), titles=titles, dpi=args.dpi, mix=mix)
     js = write_json(osp.join(work_dir, osp.splitext(args.out)[0] + '.json'),
                     dict(config=args.config, checkpoint=args.checkpoint,
-                         note='maps: share of image 1 per token',
+                         mix=mix, note='maps: share of image 1 per token; '
+                         'cutmix_label: the mix\'s own (area) label',
                          rows=rows))
     print(f'\nWrote {png}, {js}')
     return rows

@@ -40,7 +40,6 @@ import torch.nn as nn  # noqa: E402
 from mmengine.config import DictAction  # noqa: E402
 from mmengine.registry import DATASETS  # noqa: E402
 from mmengine.runner import Runner  # noqa: E402
-from mmengine.utils import track_iter_progress  # noqa: E402
 from scipy.stats import binomtest  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  (registers modules)
@@ -105,19 +104,110 @@ def pixel_batch(pre, data: dict):
     return inputs.float() / 255, torch.stack(labels).to(inputs.device)
 
 
+#: the attack objects of an ``AutoAttack`` and the names they run under
+_ATTACK_OBJECTS = {'apgd-ce': 'apgd', 'apgd-dlr': 'apgd', 'apgd-t':
+                   'apgd_targeted', 'fab': 'fab', 'fab-t': 'fab',
+                   'square': 'square'}
+
+
+def attack_steps(adversary, name: str) -> int:
+    """Model evaluations per image of attack ``name`` as ``adversary`` has
+    it set up: iterations (APGD, FAB; queries for Square) x restarts (x
+    target classes for the targeted ones). The time-left estimate scales
+    the measured seconds per step with it (FAB's steps cost more than
+    APGD's: a rough guide until a batch has been timed)."""
+    attack = getattr(adversary, _ATTACK_OBJECTS[name])
+    targets = attack.n_target_classes if name.endswith('-t') else 1
+    return getattr(attack, 'n_iter', getattr(attack, 'n_queries', 1)) * \
+        attack.n_restarts * targets
+
+
+def _attack_name(attr: str, attack) -> str:
+    """The name of the attack ``attack`` (``adversary.<attr>``) runs now."""
+    if attr == 'apgd':
+        return f'apgd-{attack.loss}'
+    if attr == 'fab':
+        return 'fab-t' if attack.targeted else 'fab'
+    return {'apgd_targeted': 'apgd-t', 'square': 'square'}[attr]
+
+
+def _time_attacks(adversary, report) -> None:
+    """Wrap ``perturb`` of each of ``adversary``'s attack objects so that
+    ``report(name, images, seconds)`` follows every attack run."""
+    for attr in set(_ATTACK_OBJECTS.values()):
+        attack = getattr(adversary, attr)
+
+        def timed(x, y, _perturb=attack.perturb, _attr=attr, _attack=attack):
+            start = time.time()
+            adv = _perturb(x, y)
+            report(_attack_name(_attr, _attack), len(x), time.time() - start)
+            return adv
+
+        attack.perturb = timed
+
+
+def print_progress(event: dict) -> None:
+    """One line per attack of each batch, and per finished batch."""
+    def hms(seconds):
+        return str(datetime.timedelta(seconds=round(seconds)))
+
+    where = f"batch {event['batch']}/{event['batches'] or '?'}"
+    what = f"{event['attack']} on {event['images']} images: " \
+        f"{event['seconds']:.1f} s" if event['attack'] else \
+        f"done, {event['robust']}/{event['images']} robust so far"
+    left = '' if event['left'] is None else \
+        f", about {hms(event['left'])} left"
+    print(f"autoattack: {where}, {what} (elapsed {hms(event['elapsed'])}"
+          f'{left})', flush=True)
+
+
 def autoattack_accuracy(model, batches, norm='Linf', eps=4 / 255,
-                        version='standard', attacks=None, seed=0) -> dict:
+                        version='standard', attacks=None, seed=0,
+                        num_batches=None, progress=None) -> dict:
     """Clean and AutoAttack robust top-1 of ``model`` (``[0, 1]`` images
     -> logits) over ``(x, labels)`` batches, each attacked on its own with
     the same seed inside ``torch.random.fork_rng``; every returned image is
     checked to be within ``eps`` and ``[0, 1]``. With fewer than 10
     classes, the targeted attacks target all ``K - 1`` others (AutoAttack
-    would index past the logits)."""
+    would index past the logits).
+
+    ``progress(event)`` (e.g. :func:`print_progress`) is called after each
+    attack of each batch (``attack``: its name, ``images``: how many it
+    attacked, ``seconds``) and after each batch (``attack`` None,
+    ``images``, ``robust``: the running totals), with ``batch`` (from 1),
+    ``batches`` (``num_batches``), ``elapsed`` and ``left``: an estimate
+    of the seconds left (None until one can be made), from the batches
+    done or, in the first batch, from the seconds per step so far and the
+    steps left (:func:`attack_steps`, the images of the last attack)."""
     from pyautoattack import AutoAttack
     device = next(model.parameters()).device
     adversary, total, clean, robust, largest = None, 0, 0, 0, 0.0
     start = time.time()
+    timing = dict(batch=0, steps=0.0, seconds=0.0, done=[])
+
+    def report(name, images, seconds):
+        timing['steps'] += attack_steps(adversary, name) * images
+        timing['seconds'] += seconds
+        timing['done'].append(name)
+        if progress is None:
+            return
+        rate = timing['seconds'] / max(timing['steps'], 1)
+        todo = adversary.attacks_to_run[len(timing['done']):]
+        left = rate * images * sum(attack_steps(adversary, a) for a in todo)
+        batch_time = time.time() - timing['batch_start'] + left
+        if timing['batch'] > 1:  # the batches done say more
+            batch_time = (timing['batch_start'] - start) / (
+                timing['batch'] - 1)
+        later = (num_batches - timing['batch']) * batch_time if \
+            num_batches else None
+        progress(dict(batch=timing['batch'], batches=num_batches,
+                      attack=name, images=images, seconds=seconds,
+                      elapsed=time.time() - start,
+                      left=None if later is None else left + later))
+
     for x, labels in batches:
+        timing.update(batch=timing['batch'] + 1, done=[],
+                      batch_start=time.time())
         with torch.no_grad():
             logits = model(x)
         if adversary is None:
@@ -126,6 +216,7 @@ def autoattack_accuracy(model, batches, norm='Linf', eps=4 / 255,
             for attack in (adversary.apgd_targeted, adversary.fab):
                 attack.n_target_classes = min(attack.n_target_classes,
                                               logits.shape[1] - 1)
+            _time_attacks(adversary, report)
         with torch.random.fork_rng(devices=[device] * (device.type == 'cuda')):
             x_adv, adv_pred = adversary.run_standard_evaluation(
                 x, labels, batch_size=len(x))
@@ -139,6 +230,13 @@ def autoattack_accuracy(model, batches, norm='Linf', eps=4 / 255,
         total, largest = total + len(x), max(largest, distance)
         clean += int((logits.argmax(1) == labels).sum())
         robust += int((adv_pred == labels).sum())
+        if progress is not None:
+            elapsed = time.time() - start
+            progress(dict(batch=timing['batch'], batches=num_batches,
+                          attack=None, images=total, robust=robust,
+                          elapsed=elapsed, left=None if num_batches is None
+                          else elapsed / timing['batch'] *
+                          (num_batches - timing['batch'])))
     if not total:
         raise ValueError('No images to attack: the dataloader is empty.')
 
@@ -220,11 +318,11 @@ def main(argv=None):
     work_dir = args.work_dir or osp.join(
         'work_dirs', 'autoattack', osp.splitext(osp.basename(args.config))[0])
     os.makedirs(work_dir, exist_ok=True)
-    batches = (pixel_batch(classifier.data_preprocessor, data) for data in
-               track_iter_progress((loader, len(loader))))
+    batches = (pixel_batch(classifier.data_preprocessor, data)
+               for data in loader)
     result = autoattack_accuracy(
         PixelSpaceClassifier(classifier), batches, args.norm, args.eps,
-        args.version, args.attacks, args.seed)
+        args.version, args.attacks, args.seed, len(loader), print_progress)
     record = dict(
         config=args.config, checkpoint=args.checkpoint, norm=args.norm,
         eps=args.eps, version=args.version, seed=args.seed, **result,

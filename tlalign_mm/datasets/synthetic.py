@@ -1,4 +1,5 @@
-"""Tiny datasets in the real on-disk layouts, written by the tests.
+"""Tiny synthetic datasets in the real on-disk layouts, for the tests and
+``tools/smoke.py``.
 
 Every writer produces the files the official release has, in the format the
 OpenMMLab dataset classes read (JPEG images, PNG label maps, COCO JSON with
@@ -217,6 +218,39 @@ def write_stanford_cars(root: str, n_train: int = 4, n_test: int = 2,
         names[0, i] = f'car {i}'
     savemat(osp.join(root, 'cars_annos.mat'),
             {'annotations': annotations, 'class_names': names})
+    return root
+
+
+# --------------------------------------------------------------------------
+# ImageNet-1k and Tiny-ImageNet
+# --------------------------------------------------------------------------
+def write_imagenet(root: str, n_train: int = 4, n_val: int = 2,
+                   hw: Tuple[int, int] = (40, 48), seed: int = 0) -> str:
+    """mmpretrain ``ImageNet``'s annotation-file layout:
+    ``{train,val}/*.JPEG`` listed with their class index (0-999) in
+    ``meta/{train,val}.txt``."""
+    rng = _rng(seed)
+    os.makedirs(osp.join(root, 'meta'), exist_ok=True)
+    for split, n in (('train', n_train), ('val', n_val)):
+        lines = []
+        for i in range(n):
+            _save_jpg(osp.join(root, split, f'{i:08d}.JPEG'), hw, rng)
+            lines.append(f'{i:08d}.JPEG {int(rng.integers(0, 1000))}\n')
+        with open(osp.join(root, 'meta', f'{split}.txt'), 'w') as f:
+            f.writelines(lines)
+    return root
+
+
+def write_tiny_imagenet(root: str, wnids: Sequence[str] = ('n01443537',
+                                                           'n01629819'),
+                        seed: int = 0) -> str:
+    """``train/<wnid>/images/*.JPEG`` (2 per class) and
+    ``val/<wnid>/*.JPEG`` (1 per class), 64x64 as the release."""
+    write_class_folders(osp.join(root, 'train'),
+                        [f'{w}/images' for w in wnids], 2, (64, 64), '.JPEG',
+                        seed)
+    write_class_folders(osp.join(root, 'val'), wnids, 1, (64, 64), '.JPEG',
+                        seed + 1)
     return root
 
 

@@ -1,0 +1,74 @@
+"""check_schedule refuses exactly the schedules mmengine cannot build for the
+run's length, naming the warm-up; the options it suggests build; and
+tools/train.py checks before it builds anything."""
+import glob
+import os.path as osp
+import shlex
+import sys
+
+import mmpretrain
+import pytest
+import torch
+from mmengine.config import Config, DictAction
+from mmengine.optim import OptimWrapper
+from mmengine.registry import PARAM_SCHEDULERS
+
+from tests.tool_scripts import ROOT, load_tool
+from tlalign_mm.engine.schedules import check_schedule
+
+# mmpretrain's DeiT recipe (a 20-epoch warm-up) and the demo's (3 epochs)
+DEIT = osp.join(osp.dirname(mmpretrain.__file__), '.mim', 'configs', 'deit',
+                'deit-tiny_4xb256_in1k.py')
+DEMO = sorted(glob.glob(osp.join(ROOT, 'configs', 'demo', '*.py')))[0]
+
+
+def build_schedulers(cfg) -> None:
+    """As the Runner does: a missing ``end`` is the run's length."""
+    optimizer = OptimWrapper(torch.optim.SGD([torch.zeros(1)], lr=0.1))
+    for s in cfg.param_scheduler:
+        s = dict(s, _scope_='mmengine')
+        s.setdefault('end', cfg.train_cfg.max_epochs)
+        PARAM_SCHEDULERS.build(s, default_args=dict(optimizer=optimizer,
+                                                    epoch_length=2))
+
+
+def suggested(message: str) -> dict:
+    """The ``--cfg-options`` the message suggests, parsed as the tools do."""
+    options = shlex.split(message.split('--cfg-options ')[1])
+    namespace = type('Args', (), {})()
+    DictAction(option_strings=[], dest='o')(None, namespace, options)
+    return namespace.o
+
+
+@pytest.mark.parametrize('config, max_epochs', [
+    (DEIT, 1), (DEIT, 20), (DEIT, 21), (DEMO, 3), (DEMO, 4)],
+    ids=['deit-1', 'deit-20', 'deit-21', 'demo-3', 'demo-4'])
+def test_refuses_what_mmengine_cannot_build(config, max_epochs):
+    cfg = Config.fromfile(config)
+    cfg.train_cfg.max_epochs = max_epochs
+    try:
+        build_schedulers(cfg)
+        builds = True
+    except ValueError as error:
+        assert 'end should be larger than begin' in str(error)
+        builds = False
+    if builds:
+        check_schedule(cfg)
+        return
+    with pytest.raises(ValueError, match=r'after the warm-up '
+                       r'\(param_scheduler.0: LinearLR, epochs 0-') as info:
+        check_schedule(cfg)
+    cfg.merge_from_dict(suggested(str(info.value)))
+    check_schedule(cfg)
+    build_schedulers(cfg)
+
+
+def test_train_checks_before_building_the_runner(tmp_path, monkeypatch):
+    train = load_tool('train.py')
+    work = tmp_path / 'work'
+    monkeypatch.setattr(sys, 'argv', [
+        'train.py', DEMO, '--work-dir', str(work), '--cfg-options',
+        'train_cfg.max_epochs=3'])
+    with pytest.raises(ValueError, match='train_cfg.max_epochs=3 ends the'):
+        train.main()
+    assert not work.exists()
