@@ -35,3 +35,20 @@ def test_labels_out_of_range_or_not_integers_fail_the_build(
         pickle.dump(entry, f, protocol=2)
     dataset = cls(data_root=root, split='test', verify_md5=False)
     assert dataset.get_gt_labels()[0] == 1
+
+
+@pytest.mark.parametrize('data', [
+    b'\x80\x02Nr\xff\xff\xff\x7f.',  # memo index 2**31 - 1, in 9 bytes
+    b'\x80\x02}}X\x01\x00\x00\x00aK\x01sb.',  # BUILD {'a': 1} on a dict
+], ids=['memo-index', 'build-on-dict'])
+def test_a_crafted_batch_file_is_refused_naming_it(tmp_path, data):
+    """Issue 30, case 8: nine bytes made the C unpickler allocate a memo
+    array for index 2**31 - 1 (MemoryError), and a BUILD on a dict raised
+    an AttributeError that did not name the file."""
+    root = write_cifar(str(tmp_path), 'cifar10')
+    path = osp.join(root, 'cifar-10-batches-py', 'test_batch')
+    with open(path, 'wb') as f:
+        f.write(data)
+    with pytest.raises(pickle.UnpicklingError,
+                       match=f'{path} is not a CIFAR "python version" file'):
+        LocalCIFAR10(data_root=root, split='test', verify_md5=False)
