@@ -87,27 +87,23 @@ def _progress(path: str, work_dir: str):
 
 def _recorded(work_dir: str):
     """The checkpoint ``last_checkpoint`` names, if the name is in
-    ``work_dir``; a path outside (a copied work dir, or a crafted record) is
-    replaced by the work dir's file of the same name."""
+    ``work_dir``: a path outside (a copied work dir, or a crafted record)
+    is not followed."""
     record = osp.join(work_dir, 'last_checkpoint')
     recorded = Path(record).read_text().strip() if osp.isfile(record) else ''
-    if not recorded:
-        return None
     path = osp.abspath(osp.join(work_dir, recorded))  # absolute: itself
-    if path.startswith(osp.abspath(work_dir) + os.sep):
-        return path
-    local = osp.join(work_dir, osp.basename(recorded))
-    print_log(f'{record} names {recorded}, outside this work dir; resuming '
-              f'from this work dir\'s own {local} instead', logger='current',
-              level=30)
-    return local
+    if recorded and not path.startswith(osp.abspath(work_dir) + os.sep):
+        print_log(f'{record} names {recorded}, outside this work dir: not '
+                  'followed', logger='current', level=30)
+        return None
+    return path if recorded else None
 
 
 def find_resume_checkpoint(work_dir: str):
     """The checkpoint auto-resume uses: ``last_checkpoint``'s (inside
     ``work_dir``) if intact, else the intact one of ``work_dir`` that got
-    furthest; ``None`` to start afresh. Files that resolve outside
-    ``work_dir`` (symlinks) are not intact.
+    furthest; ``None`` to start afresh (never a file outside ``work_dir``:
+    one a symlink resolves to is not intact).
 
     Raises:
         CheckpointError: checkpoints are there but none is intact.
@@ -138,7 +134,6 @@ def find_resume_checkpoint(work_dir: str):
             f'--resume found checkpoints in {work_dir} but none is intact:\n'
             f'{broken}\nResume from a copy you trust with --resume PATH, or '
             'move these files away to start afresh.')
-    if recorded is not None:
-        print_log(f'{work_dir} has no checkpoint to resume: starting afresh',
-                  logger='current', level=30)
+    print_log(f'{work_dir} has no checkpoint to resume: starting afresh',
+              logger='current', level=30)
     return None

@@ -28,7 +28,6 @@ another release, a resume is mmengine's own):
 import itertools
 
 import mmengine
-import mmengine.runner
 from mmengine.logging import print_log
 from mmengine.runner import checkpoint as mmengine_checkpoint
 
