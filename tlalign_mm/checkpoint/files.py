@@ -87,16 +87,20 @@ def _progress(path: str, work_dir: str):
 
 def _recorded(work_dir: str):
     """The checkpoint ``last_checkpoint`` names, if the name is in
-    ``work_dir``: a path outside (a copied work dir, or a crafted record)
-    is not followed."""
+    ``work_dir``; a path outside (a copied work dir, or a crafted record) is
+    replaced by the work dir's file of the same name."""
     record = osp.join(work_dir, 'last_checkpoint')
     recorded = Path(record).read_text().strip() if osp.isfile(record) else ''
-    path = osp.abspath(osp.join(work_dir, recorded))  # absolute: itself
-    if recorded and not path.startswith(osp.abspath(work_dir) + os.sep):
-        print_log(f'{record} names {recorded}, outside this work dir: not '
-                  'followed', logger='current', level=30)
+    if not recorded:
         return None
-    return path if recorded else None
+    path = osp.abspath(osp.join(work_dir, recorded))  # absolute: itself
+    if path.startswith(osp.abspath(work_dir) + os.sep):
+        return path
+    local = osp.join(work_dir, osp.basename(recorded))
+    print_log(f'{record} names {recorded}, outside this work dir; resuming '
+              f'from this work dir\'s own {local} instead', logger='current',
+              level=30)
+    return local
 
 
 def find_resume_checkpoint(work_dir: str):
