@@ -323,25 +323,21 @@ def _torch_load(path: str, source: str, map_location, mmap: bool) -> Any:
                      ) from None
 
 
-def _literal(node: ast.AST) -> Any:
-    """The value of a config expression made of literals and ``dict(...)``
-    calls with keyword arguments; anything else raises ValueError."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-            node.func.id == 'dict' and len(node.args) <= 1 and \
-            all(k.arg is not None for k in node.keywords):
-        # dict(a=1) and dict({'.key': 1}), as mmengine's pretty_text writes
-        value = _literal(node.args[0]) if node.args else {}
-        if not isinstance(value, dict):
-            raise ValueError(f'dict() of {type(value).__name__}')
-        return dict(value, **{k.arg: _literal(k.value)
-                              for k in node.keywords})
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_literal(e) for e in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
-    if isinstance(node, ast.Dict) and None not in node.keys:
-        return {_literal(k): _literal(v)
-                for k, v in zip(node.keys, node.values)}
-    return ast.literal_eval(node)
+class _DictCalls(ast.NodeTransformer):
+    """``dict(a=1)`` and ``dict({'.key': 1}, a=2)``, as mmengine's
+    ``pretty_text`` writes dicts, turned into dict displays for
+    :func:`ast.literal_eval` (any other call stays, and it refuses it)."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        first = node.args[0] if node.args else ast.Dict([], [])
+        if not (isinstance(node.func, ast.Name) and node.func.id == 'dict'
+                and len(node.args) <= 1 and isinstance(first, ast.Dict)
+                and all(k.arg is not None for k in node.keywords)):
+            return node
+        return ast.Dict(first.keys + [ast.Constant(k.arg)
+                                      for k in node.keywords],
+                        first.values + [k.value for k in node.keywords])
 
 
 def parse_config(text: str) -> dict:
@@ -358,7 +354,8 @@ def parse_config(text: str) -> dict:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name):
             try:  # TypeError: unhashable keys, {[1]: 2}
-                cfg[node.targets[0].id] = _literal(node.value)
+                cfg[node.targets[0].id] = ast.literal_eval(
+                    _DictCalls().visit(node.value))
             except (ValueError, TypeError, RecursionError):
                 pass
     return cfg
