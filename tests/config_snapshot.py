@@ -1,12 +1,15 @@
-"""What every config under ``configs/`` resolves to, as a digest per config.
+"""What every config under ``configs/`` resolves to: a developer tool, and
+the tests' one parse of each config per session.
 
 ``tests/config_snapshot.txt`` holds one line per config: its path and the
 first 16 hex digits of the SHA-256 of its resolved dict
 (``Config.fromfile(path).to_dict()``, pretty-printed with sorted keys, so
-tuples and lists stay distinct). ``tests/test_configs.py`` checks every
-config against it, so a refactor of the configs proves itself "behaviour
-unchanged" by leaving this file untouched, and an intentional change updates
-it in the same commit.
+tuples and lists stay distinct). It is not a test: a refactor of the
+configs checks itself "behaviour unchanged" with ``--check`` (and reads
+any change with ``--diff``), and an intentional change rewrites it with
+``--update``. What the configs mean is tested as properties
+(``tests/test_configs.py`` and the recipe tests), which parse each config
+once per session through :func:`load`.
 
 Every ``{{$VAR:default}}`` variable of the configs is unset while resolving,
 so the digests are those of the defaults.
@@ -20,10 +23,11 @@ Usage (from the repository root)::
     # readable diff of one config against its resolution at a git revision
     # (default HEAD: the configs/ folder of that commit, resolved here)
     PYTHONPATH=$PWD python -m tests.config_snapshot --diff \\
-        configs/tlalign/deit-small_4xb256_in1k_tlalign.py [--ref HEAD~1]
+        configs/tlalign/deit-small_4xb256-tlalign_in1k.py [--ref HEAD~1]
 """
 import argparse
 import contextlib
+import copy
 import difflib
 import functools
 import glob
@@ -76,12 +80,41 @@ def defaults_only(root: str = ROOT):
         os.environ.update(saved)
 
 
+def _read_package_metafiles_once():
+    """mmengine looks each ``mmpretrain::``/``mmseg::``/``mmdet::`` base up
+    in every metafile of its package (85 YAML files for mmpretrain) before
+    it falls back to the config path, at every parse: three quarters of a
+    config's parse time. The files do not change within a process, so they
+    are read once (this process only; mmengine's result is the same)."""
+    from mmengine.config import utils
+    if not hasattr(utils.load, 'cache_info'):
+        utils.load = functools.lru_cache(maxsize=None)(utils.load)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: str):
+    from mmengine.config import Config
+
+    import tlalign_mm  # noqa: F401  (the configs' custom_imports)
+    _read_package_metafiles_once()
+    with defaults_only():
+        return Config.fromfile(path)
+
+
+def load(path: str):
+    """``Config.fromfile`` of ``path`` (absolute, or relative to the
+    repository root) with the configs' environment variables unset, parsed
+    once per process; each call returns its own copy."""
+    return copy.deepcopy(_parsed(osp.join(ROOT, path)))
+
+
 def resolved_text(path: str, root: str = ROOT) -> str:
     """The resolved dict of a config (a path under ``root``), with the
     configs' environment variables unset, pretty-printed with sorted keys."""
     from mmengine.config import Config
 
     import tlalign_mm  # noqa: F401  (the configs' custom_imports)
+    _read_package_metafiles_once()
     with defaults_only(root):
         cfg = Config.fromfile(osp.join(root, path))
     return pprint.pformat(cfg.to_dict(), width=79, sort_dicts=True)

@@ -16,7 +16,7 @@ from .test_paper_configs import load
     ('swin-base', 'checkpoints/swin_base_patch4_window7_224-4670dd19.pth'),
 ])
 def test_b_model_fine_tune_protocol(arch, official):
-    cfg = load(f'tlalign/{arch}_16xb64_in1k-ft40e_tlalign.py')
+    cfg = load(f'tlalign/{arch}_16xb64-ft40e-tlalign_in1k.py')
     assert cfg.load_from == official
     assert cfg.optim_wrapper.optimizer.lr == 1e-5
     assert cfg.optim_wrapper.optimizer.weight_decay == 1e-8
@@ -37,7 +37,7 @@ B_DOWNSTREAM = [
     ('upernet/upernet_swin-base-p4-w7_{}-in1k-pre_8xb2-160k_ade20k-'
      '512x512.py', 'swin', 'SWIN_B_CKPT'),
     ('cascade_mask_rcnn/cascade-mask-rcnn_swin-base-p4-w7_{}-in1k-pre_fpn_'
-     '4conv1fc-giou_ms-crop-3x_coco.py', 'swin', 'SWIN_B_CKPT'),
+     '4conv1fc-giou_amp-ms-crop-3x_coco.py', 'swin', 'SWIN_B_CKPT'),
 ] + [(f'transfer/deit-base_{{}}-in1k-pre_8xb96-1000e_{d}.py', 'deit',
       'DEIT_B_CKPT')
      for d in ('cifar10', 'cifar100', 'flowers102', 'stanford-cars')]
@@ -49,11 +49,11 @@ def test_b_model_downstream_checkpoints(path, arch, variable):
     ours = load(path.format('tlalign')).model.backbone.init_cfg
     twin = load(path.format('cutmix')).model.backbone.init_cfg
     assert ours.checkpoint == \
-        f'work_dirs/{arch}-base_16xb64_in1k-ft40e_tlalign/epoch_40.pth'
-    ft = load(f'tlalign/{arch}-base_16xb64_in1k-ft40e_tlalign.py')
+        f'work_dirs/{arch}-base_16xb64-ft40e-tlalign_in1k/epoch_40.pth'
+    ft = load(f'tlalign/{arch}-base_16xb64-ft40e-tlalign_in1k.py')
     assert twin.checkpoint == ft.load_from  # the official checkpoint
     assert 'TLALIGN_CKPT' in ours.hint and \
-        f'configs/tlalign/{arch}-base_16xb64_in1k-ft40e_tlalign.py' in \
+        f'configs/tlalign/{arch}-base_16xb64-ft40e-tlalign_in1k.py' in \
         ours.hint
     assert variable in twin.hint and 'wget' in twin.hint
 
@@ -75,6 +75,6 @@ def test_a_missing_b_checkpoint_names_its_variable_and_command(kind):
     assert 'does-not-exist.pth' in message
     if kind == 'tlalign':
         assert 'TLALIGN_CKPT' in message and 'tools/dist_train.sh ' \
-            'configs/tlalign/deit-base_16xb64_in1k-ft40e_tlalign.py' in message
+            'configs/tlalign/deit-base_16xb64-ft40e-tlalign_in1k.py' in message
     else:
         assert 'DEIT_B_CKPT' in message and 'wget -P checkpoints' in message

@@ -49,7 +49,7 @@ def test_transfer_head_starts_truncated_normal():
 
 def test_cascade_schedule_is_the_swin_detection_configs():
     cfg = load('cascade_mask_rcnn/cascade-mask-rcnn_swin-tiny-p4-w7_tlalign'
-               '-in1k-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py')
+               '-in1k-pre_fpn_4conv1fc-giou_amp-ms-crop-3x_coco.py')
     warmup, steps = cfg.param_scheduler
     assert (warmup.type, warmup.by_epoch, warmup.end, warmup.start_factor) \
         == ('LinearLR', False, 500, 0.001)
@@ -67,8 +67,8 @@ def test_cascade_schedule_is_the_swin_detection_configs():
     'upernet/upernet_deit-small-p16-ln-mln_cutmix-in1k-pre_8xb2-160k_'
     'ade20k-512x512.py',
     'cascade_mask_rcnn/cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_'
-    'fpn_4conv1fc-giou_ms-crop-3x_coco.py',
-    'tlalign/deit-tiny_4xb256_in1k_tlalign.py',
+    'fpn_4conv1fc-giou_amp-ms-crop-3x_coco.py',
+    'tlalign/deit-tiny_4xb256-tlalign_in1k.py',
 ])
 def test_train_tool_collates_by_scope(rel, monkeypatch):
     """tools/train.py sets mmpretrain's default_collate for mmpretrain

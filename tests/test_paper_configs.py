@@ -17,12 +17,12 @@ from mmpretrain.registry import MODELS
 
 import tlalign_mm  # noqa: F401
 
-from .config_snapshot import ROOT, defaults_only
+from . import config_snapshot
 
 
 def load(rel_path: str) -> Config:
-    with defaults_only():
-        return Config.fromfile(osp.join(ROOT, 'configs', rel_path))
+    """The config ``configs/<rel_path>``, parsed once per session."""
+    return config_snapshot.load(osp.join('configs', rel_path))
 
 
 DEIT = ['deit-tiny', 'deit-small', 'deit-base']
@@ -64,7 +64,7 @@ def epoch_lrs(cfg: Config, epochs: int) -> list:
 # ------------------------------------------------------- DeiT, the paper ---
 @pytest.mark.parametrize('arch', DEIT)
 def test_deit_paper_recipe_is_the_official_codes(arch):
-    cfg = load(f'tlalign/{arch}_8xb128_in1k_tlalign-paper.py')
+    cfg = load(f'tlalign/{arch}_8xb128-amp-paper-tlalign_in1k.py')
     model = cfg.model
     assert model.type == 'TLAlignClassifier' and model.target == 'tlalign'
     assert model.backbone.arch == arch
@@ -104,7 +104,7 @@ def test_deit_paper_init_is_timms(arch):
     """timm's VisionTransformer.init_weights('') in the official code
     (timm/models/vision_transformer.py:328-339, 424-456): the head and the
     class token truncated normal 0.02 (mmpretrain: both zero)."""
-    cfg = load(f'tlalign/{arch}_8xb128_in1k_tlalign-paper.py')
+    cfg = load(f'tlalign/{arch}_8xb128-amp-paper-tlalign_in1k.py')
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)
     model.init_weights()
@@ -120,7 +120,7 @@ def test_deit_paper_epoch_drops_the_last_batch():
     """main_tla.py:222-228 drop_last=True; with RASampler's floor(N // 256 *
     256 / 8) per rank, 1251 iterations of 8 x 128 on ImageNet."""
     from mmpretrain.datasets.samplers import RepeatAugSampler
-    cfg = load('tlalign/deit-small_8xb128_in1k_tlalign-paper.py')
+    cfg = load('tlalign/deit-small_8xb128-amp-paper-tlalign_in1k.py')
     assert cfg.train_dataloader.drop_last is True
     n = 1281167
     official = math.floor(n // 256 * 256 / 8) // 128
@@ -133,37 +133,15 @@ def test_deit_paper_epoch_drops_the_last_batch():
 def test_deit_paper_schedule_is_timms_per_epoch_cosine():
     """--sched cosine --warmup-epochs 5 --warmup-lr 1e-6 --min-lr 1e-5 over
     300 epochs, stepped once per epoch."""
-    cfg = load('tlalign/deit-small_8xb128_in1k_tlalign-paper.py')
+    cfg = load('tlalign/deit-small_8xb128-amp-paper-tlalign_in1k.py')
     got = epoch_lrs(cfg, 300)
     want = [timm_cosine(e, 1e-3, 1e-6, 1e-5, 5, 300) for e in range(300)]
     worst = max(abs(g - w) / w for g, w in zip(got, want))
     assert worst < 5e-4, worst
 
 
-@pytest.mark.parametrize('arch', DEIT + ['swin-tiny', 'swin-small'])
-def test_paper_twins_differ_only_in_the_target(arch):
-    batch = '16xb64' if arch.startswith('swin') else '8xb128'
-    ours = load(f'tlalign/{arch}_{batch}_in1k_tlalign-paper.py').to_dict()
-    twin = load(f'tlalign/{arch}_{batch}_in1k_cutmix-paper.py').to_dict()
-    ours_model, twin_model = ours.pop('model'), twin.pop('model')
-    assert ours == twin
-    assert ours_model.pop('align_cfg') == dict(follow_drop_path=False)
-    if arch.startswith('deit'):
-        assert ours_model.pop('target') == 'tlalign'
-        assert twin_model.pop('target') == 'cutmix'
-    else:  # Swin's twin is mmpretrain's plain classifier and augments
-        assert ours_model.pop('type') == 'TLAlignClassifier'
-        assert twin_model.pop('type') == 'ImageClassifier'
-        augs = ours_model.pop('train_cfg')['augments']
-        assert [a.pop('type') for a in augs] == ['TLMixup', 'TLCutMix']
-        twin_augs = twin_model.pop('train_cfg')['augments']
-        assert [a.pop('type') for a in twin_augs] == ['Mixup', 'CutMix']
-        assert augs == twin_augs
-    assert ours_model == twin_model
-
-
 def test_deit_paper_model_builds_with_the_token_grid():
-    cfg = load('tlalign/deit-tiny_8xb128_in1k_tlalign-paper.py')
+    cfg = load('tlalign/deit-tiny_8xb128-amp-paper-tlalign_in1k.py')
     model = MODELS.build(cfg.model)
     aug, = model.data_preprocessor.batch_augments.augments
     assert type(aug).__name__ == 'TLTokenCutMix'
@@ -176,11 +154,11 @@ def test_deit_paper_model_builds_with_the_token_grid():
                                             ('swin-small', 0.3)])
 def test_swin_paper_recipe_is_swins(arch, drop_path):
     """microsoft/Swin-Transformer config.py and configs/swin/*.yaml."""
-    cfg = load(f'tlalign/{arch}_16xb64_in1k_tlalign-paper.py')
+    cfg = load(f'tlalign/{arch}_16xb64-amp-paper-tlalign_in1k.py')
     assert cfg.model.backbone.drop_path_rate == drop_path
     assert cfg.model.align_cfg == dict(follow_drop_path=False)
     assert [(a.type, a.alpha) for a in cfg.model.train_cfg.augments] == [
-        ('TLMixup', 0.8), ('TLCutMix', 1.0)]
+        ('Mixup', 0.8), ('CutMix', 1.0)]
     assert cfg.model.train_cfg.get('probs') is None  # 0.5 / 0.5, always
     opt = cfg.optim_wrapper.optimizer
     assert opt.lr == pytest.approx(5e-4 * 1024 / 512)
@@ -215,7 +193,7 @@ def test_swin_paper_schedule_steps_every_iteration(arch, twin):
     1 / W), so inside the warm-up the lr is up to 1 / (W - 1) higher
     (4e-5 with Swin's 20 x 1251 warm-up iterations)."""
     from mmengine.registry import PARAM_SCHEDULERS, DefaultScope
-    cfg = load(f'tlalign/{arch}_16xb64_in1k_{twin}-paper.py')
+    cfg = load(f'tlalign/{arch}_16xb64-amp-paper-{twin}_in1k.py')
     assert cfg.train_dataloader.drop_last is True  # data/build.py:74
     epoch_length, epochs = 10, cfg.train_cfg.max_epochs
     param = torch.nn.Parameter(torch.zeros(1))

@@ -102,7 +102,7 @@ class Job(NamedTuple):
 
 def config_path(model: str, target: str) -> str:
     return osp.join(ROOT, 'configs', 'demo',
-                    f'{MODELS[model]}_digits_{TARGETS[target]}.py')
+                    f'{MODELS[model]}_1xb64-{TARGETS[target]}_digits.py')
 
 
 def run_name(model: str, target: str, seed: int) -> str:

@@ -2,7 +2,7 @@
 # models are identical at test time), on ImageNet-C;
 # reports imagenet_c/mCE (lower is better).
 #   tools/test.py configs/robustness/deit-small_in1k_test-imagenet-c.py \
-#       work_dirs/deit-small_4xb256_in1k_tlalign/epoch_300.pth
+#       work_dirs/deit-small_4xb256-tlalign_in1k/epoch_300.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-c_test.py.
 _base_ = [
     './_base_/deit-small_in1k.py',

@@ -2,7 +2,7 @@
 # models are identical at test time), on ImageNet-R;
 # reports subset_accuracy/top1.
 #   tools/test.py configs/robustness/deit-small_in1k_test-imagenet-r.py \
-#       work_dirs/deit-small_4xb256_in1k_tlalign/epoch_300.pth
+#       work_dirs/deit-small_4xb256-tlalign_in1k/epoch_300.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-r_test.py.
 _base_ = [
     './_base_/deit-small_in1k.py',

@@ -2,7 +2,7 @@
 # models are identical at test time), on ImageNet-A;
 # reports subset_accuracy/top1.
 #   tools/test.py configs/robustness/deit-tiny_in1k_test-imagenet-a.py \
-#       work_dirs/deit-tiny_4xb256_in1k_tlalign/epoch_300.pth
+#       work_dirs/deit-tiny_4xb256-tlalign_in1k/epoch_300.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-a_test.py.
 _base_ = [
     './_base_/deit-tiny_in1k.py',

@@ -2,7 +2,7 @@
 # models are identical at test time), on ImageNet-A;
 # reports subset_accuracy/top1.
 #   tools/test.py configs/robustness/swin-base_in1k_test-imagenet-a.py \
-#       work_dirs/swin-base_16xb64_in1k-ft40e_tlalign/epoch_40.pth
+#       work_dirs/swin-base_16xb64-ft40e-tlalign_in1k/epoch_40.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-a_test.py.
 _base_ = [
     './_base_/swin-base_in1k.py',

@@ -2,7 +2,7 @@
 # models are identical at test time), on ImageNetV2;
 # reports accuracy/top1.
 #   tools/test.py configs/robustness/swin-small_in1k_test-imagenet-v2.py \
-#       work_dirs/swin-small_16xb64_in1k_tlalign/epoch_300.pth
+#       work_dirs/swin-small_16xb64-tlalign_in1k/epoch_300.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-v2_test.py.
 _base_ = [
     './_base_/swin-small_in1k.py',

@@ -2,7 +2,7 @@
 # models are identical at test time), on ImageNet-R;
 # reports subset_accuracy/top1.
 #   tools/test.py configs/robustness/swin-tiny_in1k_test-imagenet-r.py \
-#       work_dirs/swin-tiny_16xb64_in1k_tlalign/epoch_300.pth
+#       work_dirs/swin-tiny_16xb64-tlalign_in1k/epoch_300.pth
 # Dataset and layout: configs/_base_/datasets/imagenet-r_test.py.
 _base_ = [
     './_base_/swin-tiny_in1k.py',

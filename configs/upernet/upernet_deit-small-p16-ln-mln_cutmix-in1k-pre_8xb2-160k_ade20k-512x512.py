@@ -2,7 +2,7 @@
 #   upernet_deit-small-p16-ln-mln_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py:
 # the same UperNet recipe, from the CutMix-pretrained DeiT-S (CUTMIX_CKPT, by
 # default the last checkpoint of tools/train.py
-#   configs/tlalign/deit-small_4xb256_in1k_cutmix.py).
+#   configs/tlalign/deit-small_4xb256-cutmix_in1k.py).
 _base_ = [
     './upernet_deit-small-p16-ln-mln_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py'  # noqa: E501
 ]
@@ -10,4 +10,4 @@ _base_ = [
 model = dict(
     backbone=dict(
         init_cfg=dict(
-            checkpoint='{{$CUTMIX_CKPT:work_dirs/deit-small_4xb256_in1k_cutmix/epoch_300.pth}}')))  # noqa: E501
+            checkpoint='{{$CUTMIX_CKPT:work_dirs/deit-small_4xb256-cutmix_in1k/epoch_300.pth}}')))  # noqa: E501

@@ -2,10 +2,10 @@
 #   upernet_swin-small-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py:
 # the same UperNet recipe, from the CutMix-pretrained Swin-S (CUTMIX_CKPT, by
 # default the last checkpoint of tools/train.py
-#   configs/tlalign/swin-small_16xb64_in1k_cutmix.py).
+#   configs/tlalign/swin-small_16xb64-cutmix_in1k.py).
 _base_ = ['./upernet_swin-small-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py']
 
 model = dict(
     backbone=dict(
         init_cfg=dict(
-            checkpoint='{{$CUTMIX_CKPT:work_dirs/swin-small_16xb64_in1k_cutmix/epoch_300.pth}}')))  # noqa: E501
+            checkpoint='{{$CUTMIX_CKPT:work_dirs/swin-small_16xb64-cutmix_in1k/epoch_300.pth}}')))  # noqa: E501

@@ -14,14 +14,16 @@ from tlalign_mm.analysis.session import (
 )
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-VIT_CONFIG = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_tlalign.py')
+VIT_CONFIG = osp.join(ROOT, 'configs', 'demo',
+                      'vit-tiny-p4_1xb64-tlalign_digits.py')
 # No pickling of the dataset (its gc.collect() costs seconds in a big heap).
 NO_SERIALIZE = 'test_dataloader.dataset.serialize_data=False'
 # 8 test images in one batch: every tool runs one small batch.
 FEW = ['--num-images', '8', '--batch-size', '8', '--cfg-options',
        NO_SERIALIZE]
 
-DEMO_CUTMIX = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_cutmix.py')
+DEMO_CUTMIX = osp.join(ROOT, 'configs', 'demo',
+                       'vit-tiny-p4_1xb64-cutmix_digits.py')
 SWIN = f'''
 _base_ = [{DEMO_CUTMIX!r}]
 model = dict(

@@ -170,7 +170,7 @@ def test_a_model_that_returns_no_logits_is_refused():
 # --------------------------------------------------------------------------
 # tools/robustness/autoattack.py on a real ImageNet config
 # --------------------------------------------------------------------------
-PRETRAIN = config_path('tlalign', 'deit-tiny_4xb256_in1k_tlalign.py')
+PRETRAIN = config_path('tlalign', 'deit-tiny_4xb256-tlalign_in1k.py')
 
 
 def write_imagenet_val(root: str, n: int, seed: int = 0) -> str:

@@ -16,7 +16,7 @@ from tlalign_mm.downstream.export import check_export, export_backbone
 
 from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint
 
-PRETRAIN = config_path('tlalign', 'deit-small_4xb256_in1k_tlalign.py')
+PRETRAIN = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')
 PLAIN = (str, int, float, bool, type(None))
 
 

@@ -1,5 +1,5 @@
 """End to end: the real config ``configs/tlalign/beit-base-p16_8xb128-
-coslr-100e_in1k_tlalign.py`` (TL-Align on mmpretrain's BEiT-B fine-tune)
+coslr-100e-tlalign_in1k.py`` (TL-Align on mmpretrain's BEiT-B fine-tune)
 trained through ``tools/train.py`` from a BEiT pretraining checkpoint and
 tested through ``tools/test.py``, on a tiny ImageNet in its real layout.
 
@@ -29,7 +29,7 @@ from tests.downstream.tiny import config_path, dump, shrink
 from .test_timm_e2e import two_short_epochs, write_imagenet
 
 CONFIG = config_path('tlalign',
-                     'beit-base-p16_8xb128-coslr-100e_in1k_tlalign.py')
+                     'beit-base-p16_8xb128-coslr-100e-tlalign_in1k.py')
 ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 
 

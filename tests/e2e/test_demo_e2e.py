@@ -14,7 +14,8 @@ import torch
 import tlalign_mm  # noqa: F401  (allow-lists mmengine checkpoint types)
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-CONFIG = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_tlalign.py')
+CONFIG = osp.join(ROOT, 'configs', 'demo',
+                  'vit-tiny-p4_1xb64-tlalign_digits.py')
 # 32 training images in batches of 16, 4 epochs: 8 iterations.
 SMALL = [
     'train_dataloader.dataset.indices=32', 'train_dataloader.batch_size=16',

@@ -1,6 +1,6 @@
 """Cascade Mask R-CNN on COCO from a TL-Align Swin-T: the real config
 ``configs/cascade_mask_rcnn/cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-
-pre_fpn_4conv1fc-giou_ms-crop-3x_coco.py`` with the data root, image scale
+pre_fpn_4conv1fc-giou_amp-ms-crop-3x_coco.py`` with the data root, image scale
 (/10), iteration count and a tiny Swin (plus FPN/RoI head widths 256 -> 16)
 changed (tests/downstream/tiny.py), trained 2 iterations through
 ``tools/train.py`` and tested through ``tools/test.py`` (bbox and segm COCO
@@ -28,8 +28,8 @@ from tests.downstream.tiny import (
 CONFIG = config_path(
     'cascade_mask_rcnn',
     'cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_fpn_4conv1fc-giou_'
-    'ms-crop-3x_coco.py')
-PRETRAIN = config_path('tlalign', 'swin-tiny_16xb64_in1k_tlalign.py')
+    'amp-ms-crop-3x_coco.py')
+PRETRAIN = config_path('tlalign', 'swin-tiny_16xb64-tlalign_in1k.py')
 WIDTH = 16  # FPN and RoI head channels (256 in the real config)
 NEW_NORMS = ['norm0.weight', 'norm0.bias', 'norm1.weight', 'norm1.bias',
              'norm2.weight', 'norm2.bias']

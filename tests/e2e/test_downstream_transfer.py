@@ -34,7 +34,7 @@ from tests.downstream.tiny import (
 )
 from tests.tool_scripts import export_cli
 
-PRETRAIN = config_path('tlalign', 'deit-small_4xb256_in1k_tlalign.py')
+PRETRAIN = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')
 CASES = {
     # dataset: (writer, batch size giving 2 iterations per epoch)
     # (drop_last=True, as DeiT: 5 CIFAR images in batches of 2)

@@ -28,7 +28,7 @@ CONFIG = config_path(
     'upernet',
     'upernet_deit-small-p16-ln-mln_tlalign-in1k-pre_8xb2-160k_ade20k-'
     '512x512.py')
-PRETRAIN = config_path('tlalign', 'deit-small_4xb256_in1k_tlalign.py')
+PRETRAIN = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')
 
 
 def tiny_upernet(cfg: Config, checkpoint: str) -> Config:

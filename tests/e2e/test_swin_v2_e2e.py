@@ -1,5 +1,5 @@
-"""End to end: the real config ``configs/tlalign/swinv2-tiny-w8_16xb64_
-in1k-256px_tlalign.py`` (TL-Align on mmpretrain's SwinTransformerV2)
+"""End to end: the real config ``configs/tlalign/swinv2-tiny-w8_16xb64-
+tlalign_in1k-256px.py`` (TL-Align on mmpretrain's SwinTransformerV2)
 trained through ``tools/train.py``, resumed through ``tools/train.py
 --resume`` (a strict load of V2's own checkpoint) and tested through
 ``tools/test.py`` on a tiny ImageNet in its real layout.
@@ -24,7 +24,7 @@ from tests.downstream.tiny import config_path, dump, shrink
 
 from .test_timm_e2e import two_short_epochs, write_imagenet
 
-CONFIG = config_path('tlalign', 'swinv2-tiny-w8_16xb64_in1k-256px_tlalign.py')
+CONFIG = config_path('tlalign', 'swinv2-tiny-w8_16xb64-tlalign_in1k-256px.py')
 TINY = dict(embed_dims=16, depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4],
             extra_norm_every_n_blocks=0)
 

@@ -1,5 +1,5 @@
-"""End to end: the real config ``configs/tlalign/deit-small-timm_4xb256_
-in1k_tlalign.py`` (TL-Align on timm's DeiT-S through
+"""End to end: the real config ``configs/tlalign/deit-small-timm_4xb256-
+tlalign_in1k.py`` (TL-Align on timm's DeiT-S through
 ``PooledTIMMBackbone``) trained through ``tools/train.py`` and tested
 through ``tools/test.py`` on a tiny ImageNet in its real layout
 (``train/``, ``val/`` class folders and ``meta/{train,val}.txt``), then
@@ -29,7 +29,7 @@ from tests.downstream import e2e
 from tests.downstream.tiny import config_path, dump, shrink
 from tests.tool_scripts import export_cli
 
-CONFIG = config_path('tlalign', 'deit-small-timm_4xb256_in1k_tlalign.py')
+CONFIG = config_path('tlalign', 'deit-small-timm_4xb256-tlalign_in1k.py')
 TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2)
 
 

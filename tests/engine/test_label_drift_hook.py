@@ -131,7 +131,7 @@ def short_run(tmp_path, config, name):
 
 @pytest.mark.e2e
 def test_logs_on_tlalign_and_nothing_on_cutmix(tmp_path):
-    records = short_run(tmp_path, 'vit-tiny-p4_digits_tlalign.py', 'tl')
+    records = short_run(tmp_path, 'vit-tiny-p4_1xb64-tlalign_digits.py', 'tl')
     # the hook's epoch records; the logger writes the loss dict's per-step
     # values under their own names, with the iteration
     drift = [r for r in records if 'label_drift_epoch/abs_diff' in r]
@@ -154,6 +154,6 @@ def test_logs_on_tlalign_and_nothing_on_cutmix(tmp_path):
     last = [r for r in records if 'lr' in r][-1]
     assert last['lr'] == pytest.approx(2.575e-4, rel=1e-6)
 
-    records = short_run(tmp_path, 'vit-tiny-p4_digits_cutmix.py', 'cm')
+    records = short_run(tmp_path, 'vit-tiny-p4_1xb64-cutmix_digits.py', 'cm')
     assert any('loss' in r for r in records)
     assert not any(k.startswith('label_drift') for r in records for k in r)

@@ -40,8 +40,8 @@ def test_every_imagenet_config_saves_last_every_500_iterations(path):
              if h['type'] == 'LastCheckpointHook']
     assert hooks == [dict(type='LastCheckpointHook',
                           _scope_='tlalign_mm', interval=500)]
-    if osp.basename(path) in ('deit-base_16xb64_in1k_cutmix.py',
-                              'deit-base_16xb64_in1k_tlalign.py'):
+    if osp.basename(path) in ('deit-base_16xb64-cutmix_in1k.py',
+                              'deit-base_16xb64-tlalign_in1k.py'):
         # mmpretrain's DeiT-B recipe: its EMA kept beside it
         assert [h['type'] for h in cfg.custom_hooks] == [
             'EMAHook', 'LastCheckpointHook', 'CheckpointSafetyHook']
@@ -52,7 +52,8 @@ def test_resumable_runtime_composes_with_a_config_that_has_hooks(tmp_path):
     custom_hooks) failed with mmengine's duplicate-key error."""
     config = tmp_path / 'demo_resumable.py'
     config.write_text(f"""_base_ = [
-    {osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_tlalign.py')!r},
+    {osp.join(ROOT, 'configs', 'demo',
+              'vit-tiny-p4_1xb64-tlalign_digits.py')!r},
     {osp.join(ROOT, 'configs', '_base_', 'resumable_runtime.py')!r},
 ]
 """)

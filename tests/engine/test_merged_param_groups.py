@@ -26,7 +26,8 @@ def build(constructor, model, optim_wrapper):
 
 def test_same_updates_in_three_groups():
     init_default_scope('mmpretrain')
-    cfg = Config.fromfile(f'{ROOT}/configs/demo/vit-tiny-p4_digits_cutmix.py')
+    cfg = Config.fromfile(
+        f'{ROOT}/configs/demo/vit-tiny-p4_1xb64-cutmix_digits.py')
     assert cfg.optim_wrapper.constructor == 'MergedParamGroupsConstructor'
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)

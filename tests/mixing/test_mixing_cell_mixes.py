@@ -241,9 +241,10 @@ def test_block_mix_blocks_are_blocky():
                    (mask[1:] & mask[:-1]).sum())
 
     np.random.seed(0)
-    block = TLBlockMix(alpha=1.0).sample_cell_mask((14, 14), 0.7)
-    patch = TLPatchMix(alpha=1.0).sample_cell_mask((14, 14), 0.7)
-    assert 0.2 * 196 <= block.sum() <= patch.sum() == round(0.3 * 196)
+    count = round(0.3 * 196)
+    block = TLBlockMix(alpha=1.0).sample_cell_mask((14, 14), count)
+    patch = TLPatchMix(alpha=1.0).sample_cell_mask((14, 14), count)
+    assert 0.2 * 196 <= block.sum() <= patch.sum() == count
     assert neighbours(block) > 1.5 * neighbours(patch)
 
 

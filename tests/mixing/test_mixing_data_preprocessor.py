@@ -97,30 +97,72 @@ def test_per_sample_fields(batch_size, seed):
     assert seen == {'cutmix', 'mixup'}
 
 
+def _classifier_preprocessor(model_type, augments, probs, pad):
+    """The data preprocessor of a tiny ``model_type`` classifier built from
+    an mmpretrain-style config: ``train_cfg`` holds the augments."""
+    width = 16
+    model = MODELS.build(dict(
+        type=model_type,
+        backbone=dict(type='VisionTransformer', img_size=32, patch_size=8,
+                      arch=dict(embed_dims=width, num_layers=1, num_heads=2,
+                                feedforward_channels=width)),
+        head=dict(type='VisionTransformerClsHead', num_classes=NUM_CLASSES,
+                  in_channels=width),
+        data_preprocessor=dict(mean=MEAN, std=STD, num_classes=NUM_CLASSES,
+                               pad_size_divisor=pad),
+        train_cfg=dict(augments=augments, probs=list(probs))))
+    return model.data_preprocessor
+
+
+# mmpretrain's augments, the type spelled as a recipe may spell it.
+SPELLINGS = [lambda cls: cls.__name__,
+             lambda cls: f'mmpretrain.{cls.__name__}', lambda cls: cls]
+
+
 @pytest.mark.parametrize(
-    'batch_size,sizes,stacked,pad',
+    'batch_size,sizes,stacked,pad,spell',
     [
-        (6, ((32, 32), ), False, 1),
-        (1, ((32, 32), ), False, 1),
-        (3, ((40, 56), (33, 50)), False, 16),  # padded, mixed sizes
-        (4, ((24, 40), ), True, 1),  # default_collate branch
+        (6, ((32, 32), ), False, 1, SPELLINGS[0]),
+        (1, ((32, 32), ), False, 1, SPELLINGS[1]),
+        (3, ((40, 56), (33, 50)), False, 16, SPELLINGS[2]),  # padded
+        (4, ((24, 40), ), True, 1, SPELLINGS[0]),  # default_collate branch
     ])
-def test_same_as_cls_data_preprocessor(batch_size, sizes, stacked, pad, seed):
-    """Same seeds -> same inputs and gt_score as ClsDataPreprocessor with
-    mmpretrain's CutMix / Mixup, including the 'no mixing' choice."""
-    probs = (0.4, 0.4)
-    tl = _preprocessor(probs=probs, pad_size_divisor=pad)
-    ref = _preprocessor(tl=False, probs=probs, pad_size_divisor=pad)
-    num_sources = set()
+def test_one_line_mixes_as_cls_data_preprocessor(batch_size, sizes, stacked,
+                                                 pad, spell, seed, rng_state):
+    """The one-line change: a TLAlignClassifier given an mmpretrain
+    recipe's own train_cfg (Mixup, CutMix, ResizeMix with probs) mixes as
+    ImageClassifier's ClsDataPreprocessor does with it, from the same seeds:
+    same inputs, gt_score and random state after, the 'no mixing' choice
+    included."""
+    from mmpretrain.models.utils.batch_augments import (
+        CutMix,
+        Mixup,
+        ResizeMix,
+    )
+
+    def build(model_type):
+        augments = [dict(type=spell(CutMix), alpha=1.0),
+                    dict(type=spell(Mixup), alpha=0.8),
+                    dict(type=spell(ResizeMix), alpha=1.0)]
+        return _classifier_preprocessor(model_type, augments,
+                                        (0.3, 0.3, 0.2), pad)
+
+    tl, ref = build('TLAlignClassifier'), build('ImageClassifier')
+    assert [type(a).__name__ for a in tl.batch_augments.augments] == [
+        'TLCutMix', 'TLMixup', 'TLResizeMix', 'NoneType']
+    modes = set()
     for s in range(12):
         seed(s)
         ref_out = ref(_data(batch_size, sizes, stacked), training=True)
+        ref_state = rng_state()
         seed(s)
         out = tl(_data(batch_size, sizes, stacked), training=True)
+        assert rng_state() == ref_state
         assert torch.equal(out['inputs'], ref_out['inputs'])
         if pad > 1:
             assert out['inputs'].shape[-2] % pad == 0
         assert 'mix' not in ref_out
+        modes.add(out['mix'].mode)
         for (sample, pw, targets, cw), ref_sample in zip(
                 mix_rows(out), ref_out['data_samples']):
             assert torch.equal(sample.gt_score, ref_sample.gt_score)
@@ -129,9 +171,8 @@ def test_same_as_cls_data_preprocessor(batch_size, sizes, stacked, pad, seed):
             assert pw.shape[-2:] == out['inputs'].shape[-2:]
             torch.testing.assert_close(cw @ targets, sample.gt_score, rtol=0,
                                        atol=1e-6)
-            num_sources.add(pw.size(0))
-    # Both the mixing and the 'no mixing' branch were compared.
-    assert num_sources == {1, 2}
+    # Every augment and the 'no mixing' branch were compared.
+    assert modes == {'cutmix', 'mixup', 'resizemix', 'none'}
 
 
 def test_no_mixing_branch_records_identity(seed):
@@ -168,22 +209,6 @@ def test_without_batch_augments_is_cls_data_preprocessor():
     assert set(out) == {'inputs', 'data_samples'}
     for sample in out['data_samples']:
         assert 'gt_score' not in sample
-
-
-def test_plain_cutmix_is_rejected():
-    with pytest.raises(TypeError, match='TLCutMix'):
-        MODELS.build(
-            dict(
-                type='TLAlignDataPreprocessor',
-                mean=MEAN,
-                std=STD,
-                num_classes=NUM_CLASSES,
-                batch_augments=dict(
-                    augments=[
-                        dict(type='CutMix', alpha=1.0),
-                        dict(type='TLMixup', alpha=0.8)
-                    ],
-                    probs=[0.5, 0.5])))
 
 
 def test_keeps_no_state_between_calls(seed):

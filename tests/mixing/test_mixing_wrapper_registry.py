@@ -79,8 +79,11 @@ def _batch(batch_size=6, img_size=32, num_classes=5):
     return inputs, F.one_hot(labels, num_classes)
 
 
-def test_random_batch_augment_matches_mmpretrain(check_record,
+@pytest.mark.parametrize('prefix', ['TL', ''])
+def test_random_batch_augment_matches_mmpretrain(prefix, check_record,
                                                  mix_like_mmpretrain):
+    """From the recording names or mmpretrain's own (built as the
+    recording variants), the same mixes as RandomBatchAugment."""
     inputs, scores = _batch()
     ref = RandomBatchAugment(
         [dict(type='CutMix', alpha=1.0),
@@ -88,9 +91,10 @@ def test_random_batch_augment_matches_mmpretrain(check_record,
         probs=[0.4, 0.4])
     probs = [0.4, 0.4]
     tl = TLRandomBatchAugment(
-        [dict(type='TLCutMix', alpha=1.0),
-         dict(type='TLMixup', alpha=0.8)],
+        [dict(type=f'{prefix}CutMix', alpha=1.0),
+         dict(type=f'{prefix}Mixup', alpha=0.8)],
         probs=probs)
+    assert [type(a) for a in tl.augments] == [TLCutMix, TLMixup, type(None)]
     assert probs == [0.4, 0.4], 'the config list was modified'
     modes = set()
     for s in range(20):
@@ -120,18 +124,23 @@ def test_random_batch_augment_accepts_instances_and_no_probs(seed):
     assert record.source_index.tolist() == [[0, 0]]
 
 
-@pytest.mark.parametrize('plain,hint',
-                         [(dict(type='CutMix', alpha=1.0), 'TLCutMix'),
-                          (Mixup(alpha=1.0), 'TLMixup'),
-                          (ResizeMix(alpha=1.0), 'TLResizeMix')])
-def test_plain_augment_is_rejected(plain, hint):
+class OwnMix(CutMix):
+    """A user's augment, with no recording variant."""
+
+
+@pytest.mark.parametrize('plain', [dict(type=OwnMix, alpha=1.0),
+                                   Mixup(alpha=1.0), ResizeMix(alpha=1.0)],
+                         ids=['own', 'built-Mixup', 'built-ResizeMix'])
+def test_an_augment_with_no_recording_variant_is_refused(plain):
     with pytest.raises(TypeError) as err:
-        TLRandomBatchAugment([dict(type='TLMixup', alpha=0.8), plain],
+        TLRandomBatchAugment([dict(type='Mixup', alpha=0.8), plain],
                              probs=[0.5, 0.5])
-    name = plain['type'] if isinstance(plain, dict) else type(plain).__name__
-    assert f'`{name}`' in str(err.value)
-    assert hint in str(err.value)
-    assert 'mix_with_record' in str(err.value)
+    name = 'OwnMix' if isinstance(plain, dict) else type(plain).__name__
+    message = str(err.value)
+    assert f'`{name}` has no recording variant' in message
+    assert "mmpretrain's Mixup, CutMix and ResizeMix" in message
+    assert 'TLTokenCutMix, TLPatchMix and TLBlockMix' in message
+    assert ('as a config' in message) == (not isinstance(plain, dict))
 
 
 def test_plain_cutmix_still_is_mmpretrain():

@@ -19,7 +19,7 @@ def test_pools_a_list_like_a_tuple():
 def test_pvt_classifier_config_runs():
     root = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
     cfg = Config.fromfile(
-        osp.join(root, 'configs/tlalign/pvt-tiny_8xb128_in1k_tlalign.py'))
+        osp.join(root, 'configs/tlalign/pvt-tiny_8xb128-tlalign_in1k.py'))
     model = MODELS.build(cfg.model)
     model.eval()
     with torch.no_grad():

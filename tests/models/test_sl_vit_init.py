@@ -12,7 +12,8 @@ from mmpretrain.registry import MODELS
 import tlalign_mm  # noqa: F401
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-DEMO = osp.join(ROOT, 'configs', 'demo', 'sl-vit-tiny-p4_digits_tlalign.py')
+DEMO = osp.join(ROOT, 'configs', 'demo',
+                'sl-vit-tiny-p4_1xb64-tlalign_digits.py')
 
 
 def _demo_model():

@@ -244,12 +244,12 @@ def test_transmix_without_a_class_token_is_a_clear_error(backbone):
 
 
 def test_deit_small_transmix_config():
-    cfg = Config.fromfile('configs/tlalign/deit-small_4xb256_in1k_transmix.py')
-    # The TL-Align twin's model and recipe (its _base_), TransMix's target.
+    cfg = Config.fromfile('configs/tlalign/deit-small_4xb256-transmix_in1k.py')
+    # The CutMix twin's model and recipe (its _base_), TransMix's target.
     assert cfg.model.type == 'TLAlignClassifier'
     assert cfg.model.target == 'transmix'
     assert [a['type'] for a in cfg.model.train_cfg.augments] == [
-        'TLMixup', 'TLCutMix']
+        'Mixup', 'CutMix']
     assert cfg.model.backbone.arch == 'deit-small'
     assert cfg.train_cfg.max_epochs == 300
 

@@ -296,7 +296,7 @@ def test_export_loads_strictly_into_timm_create_model(tmp_path):
     from tlalign_mm.downstream.export import export_timm
     for name in ('deit_tiny_patch16_224', 'deit_tiny_distilled_patch16_224'):
         cfg = Config.fromfile(
-            'configs/tlalign/deit-small-timm_4xb256_in1k_tlalign.py')
+            'configs/tlalign/deit-small-timm_4xb256-tlalign_in1k.py')
         cfg.model.backbone.update(model_name=name, depth=2, img_size=32,
                                   patch_size=8)
         cfg.model.head.in_channels = 192

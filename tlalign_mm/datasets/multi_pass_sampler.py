@@ -42,9 +42,12 @@ class MultiPassSampler(Sampler):
     """An epoch of ``num_passes`` shuffled passes over the dataset, split
     across ranks: SPT_LSA_ViT's ``RASampler`` with ``repetitions=1``.
 
-    The epoch's stream is drawn from ``np.random.RandomState(seed + epoch)``
-    (the original draws from NumPy's global state, so the first epoch of a
-    run seeded ``s`` is the original's stream after ``np.random.seed(s)``).
+    The epoch's stream is drawn from ``np.random.RandomState(seed + epoch)``:
+    ``RASampler`` iterated alone after ``np.random.seed(seed)`` gives the
+    first epoch. In the original's run each later pass is drawn from
+    NumPy's global state after the training loop's own draws
+    (``utils/sampler.py:31-44``, ``main.py:334-336``), so only the first
+    pass of the first epoch is that run's.
     The stream is cut to a multiple of the world size and rank ``r`` takes
     ``stream[r::world_size]``: the ranks' batches of one step together are
     the original's batch of ``world_size * batch_size`` consecutive indices.

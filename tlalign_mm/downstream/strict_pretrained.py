@@ -10,7 +10,7 @@ a config selects it with ``_scope_``::
         type='mmpretrain.VisionTransformer', ...,
         init_cfg=dict(
             type='Pretrained', _scope_='tlalign_mm',
-            checkpoint='work_dirs/deit-small_4xb256_in1k_tlalign/'
+            checkpoint='work_dirs/deit-small_4xb256-tlalign_in1k/'
                        'epoch_300.pth',
             prefix='backbone.', strict=True))
 

@@ -65,13 +65,26 @@ def check_cutmix_box(cutmix_minmax: Any, correct_lam: Any,
     return cutmix_minmax, correct_lam
 
 
-def check_scores(batch_scores: torch.Tensor) -> torch.Tensor:
-    """Check that the scores are one-hot style ``(N, num_classes)`` and cast
-    them to float, as mmpretrain's ``Mixup.__call__`` does before mixing."""
+def draw_mix(alpha: float, batch_inputs: torch.Tensor,
+             batch_scores: torch.Tensor
+             ) -> Tuple[torch.Tensor, float, torch.Tensor]:
+    """How every mmpretrain mix (``Mixup.mix``, ``CutMix.mix``,
+    ``ResizeMix.mix``) starts: the scores checked one-hot style ``(N,
+    num_classes)`` and cast to float, then its first two draws in their
+    order, ``lam = np.random.beta(alpha, alpha)`` and the partners ``index
+    = torch.randperm(N)``. Returns ``(float scores, lam, index)``."""
     assert batch_scores.ndim == 2, \
         'The input `batch_scores` should be a one-hot format tensor, ' \
         'which shape should be ``(N, num_classes)``.'
-    return batch_scores.float()
+    lam = np.random.beta(alpha, alpha)
+    return batch_scores.float(), lam, torch.randperm(batch_inputs.size(0))
+
+
+def mix_pairs(batch: torch.Tensor, index: torch.Tensor,
+              lam: float) -> torch.Tensor:
+    """mmpretrain's mix of every row with its partner, ``lam * x + (1 -
+    lam) * x[index]``: the mixed scores of every mix, Mixup's images."""
+    return lam * batch + (1 - lam) * batch[index, :]
 
 
 def mask_pixel_weights(mask: torch.Tensor, batch_size: int) -> torch.Tensor:
@@ -90,18 +103,24 @@ def mask_pixel_weights(mask: torch.Tensor, batch_size: int) -> torch.Tensor:
     return weights.unsqueeze(0).expand(batch_size, -1, -1, -1).contiguous()
 
 
-def box_record(box: Tuple[int, int, int, int], images: torch.Tensor,
-               index: torch.Tensor, lam: float, mode: str) -> MixRecord:
-    """The record of a mix that fills the box ``(y1, y2, x1, x2)`` of
-    every image in ``images`` with pixels of ``x[index]`` alone (CutMix,
-    ResizeMix): pixel weight 1 for the second source inside the box, 1 for
-    the first outside it."""
+def paste_box(batch_inputs: torch.Tensor, batch_scores: torch.Tensor,
+              index: torch.Tensor, box: Tuple[int, int, int, int],
+              lam: float, patch: torch.Tensor, mode: str
+              ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
+    """A copy of ``batch_inputs`` with the box ``(y1, y2, x1, x2)`` of
+    every image filled by ``patch`` (``(N, C, y2 - y1, x2 - x1)``, made of
+    the partners ``batch_inputs[index]`` alone: CutMix, ResizeMix), the
+    mixed scores and the record: pixel weight 1 for the second source
+    inside the box, 1 for the first outside it."""
     y1, y2, x1, x2 = box
-    mask = torch.zeros(
-        tuple(images.shape[-2:]), dtype=torch.bool, device=images.device)
+    mixed_inputs = batch_inputs.clone()
+    mixed_inputs[:, :, y1:y2, x1:x2] = patch
+    mask = torch.zeros(tuple(batch_inputs.shape[-2:]), dtype=torch.bool,
+                       device=batch_inputs.device)
     mask[y1:y2, x1:x2] = True
-    return two_source_record(
-        mask_pixel_weights(mask, images.size(0)), index, lam, mode)
+    record = two_source_record(
+        mask_pixel_weights(mask, batch_inputs.size(0)), index, lam, mode)
+    return mixed_inputs, mix_pairs(batch_scores, index, lam), record
 
 
 def two_source_record(pixel_weights: torch.Tensor, index: torch.Tensor,
@@ -172,13 +191,13 @@ class BaseCellMix(Mixup):
             "the side of a cell in pixels: the model's patch size")
 
     def sample_cell_mask(self, grid_hw: Tuple[int, int],
-                         lam: float) -> np.ndarray:
+                         count: int) -> np.ndarray:
         """Draw the cells taken from the second source.
 
         Args:
             grid_hw (tuple): ``(rows, cols)`` of the cell grid.
-            lam (float): The sampled mixing ratio; about ``(1 - lam)`` of the
-                cells should be replaced.
+            count (int): How many cells to replace: ``round((1 - lam) *
+                rows * cols)`` (half rounds up) of the sampled ``lam``.
 
         Returns:
             np.ndarray: ``(rows, cols)`` bool, True for replaced cells.
@@ -201,21 +220,20 @@ class BaseCellMix(Mixup):
             (same dtype as the inputs), the mixed float scores
             ``(N, num_classes)`` and the record (two sources).
         """
-        batch_scores = check_scores(batch_scores)
-        lam = np.random.beta(self.alpha, self.alpha)
+        batch_scores, lam, index = draw_mix(self.alpha, batch_inputs,
+                                            batch_scores)
         batch_size = batch_inputs.size(0)
         img_shape = tuple(batch_inputs.shape[-2:])
-        index = torch.randperm(batch_size)
-
-        cell_mask = self.sample_cell_mask(
-            grid_shape(img_shape, self.patch_size), lam)
+        grid_hw = grid_shape(img_shape, self.patch_size)
+        count = int(np.floor((1. - lam) * grid_hw[0] * grid_hw[1] + 0.5))
+        cell_mask = self.sample_cell_mask(grid_hw, count)
         cell_mask = torch.from_numpy(np.asarray(cell_mask, dtype=bool))
         mask = cells_to_pixels(
             cell_mask.to(batch_inputs.device), img_shape, self.patch_size)
         lam = 1. - mask.sum().item() / float(img_shape[0] * img_shape[1])
 
         mixed_inputs = torch.where(mask, batch_inputs[index], batch_inputs)
-        mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
+        mixed_scores = mix_pairs(batch_scores, index, lam)
         record = two_source_record(
             mask_pixel_weights(mask, batch_size), index, lam, self.record_mode)
         return mixed_inputs, mixed_scores, record

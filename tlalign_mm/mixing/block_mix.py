@@ -123,31 +123,19 @@ class TLBlockMix(BaseCellMix):
         return 0
 
     def sample_cell_mask(self, grid_hw: Tuple[int, int],
-                         lam: float) -> np.ndarray:
-        """Place blocks until about ``(1 - lam) * rows * cols`` cells are
-        replaced.
-
-        Args:
-            grid_hw (tuple): ``(rows, cols)`` of the cell grid.
-            lam (float): The sampled mixing ratio.
-
-        Returns:
-            np.ndarray: ``(rows, cols)`` bool, True for replaced cells.
-        """
-        rows, cols = grid_hw
-        num_cells = rows * cols
-        target = int(np.floor((1. - lam) * num_cells + 0.5))
-        target = min(max(target, 0), num_cells)
-        mask = np.zeros((rows, cols), dtype=bool)
-        count = 0
-        while count < target:
-            max_patches = target - count
+                         count: int) -> np.ndarray:
+        """Place blocks until at most ``count`` cells are replaced (see the
+        class docstring)."""
+        mask = np.zeros(grid_hw, dtype=bool)
+        replaced = 0
+        while replaced < count:
+            max_patches = count - replaced
             if self.max_num_patches is not None:
                 max_patches = min(max_patches, self.max_num_patches)
             delta = self._place_block(mask, max_patches)
             if delta == 0:
                 break
-            count += delta
+            replaced += delta
         return mask
 
     def __repr__(self) -> str:

@@ -1,14 +1,13 @@
 """CutMix that records how it mixed."""
 from typing import List, Optional, Tuple
 
-import numpy as np
 import torch
 from mmpretrain.models.utils.batch_augments import CutMix
 from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
-from .base import box_record, check_alpha, check_cutmix_box, check_scores
+from .base import check_alpha, check_cutmix_box, draw_mix, paste_box
 
 
 @BATCH_AUGMENTS.register_module()
@@ -58,30 +57,15 @@ class TLCutMix(CutMix):
     def mix_with_record(
         self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
-        """Mix the batch like :meth:`CutMix.mix` and record how.
-
-        Unlike mmpretrain's ``mix``, the inputs are not modified in place.
-
-        Args:
-            batch_inputs (Tensor): ``(N, C, H, W)`` images (any dtype).
-            batch_scores (Tensor): ``(N, num_classes)`` one-hot format labels.
-
-        Returns:
-            Tuple[Tensor, Tensor, MixRecord]: The mixed inputs ``(N, C, H, W)``
-            (same dtype as the inputs), the mixed float scores
-            ``(N, num_classes)`` and the record (two sources).
-        """
-        batch_scores = check_scores(batch_scores)
+        """Mix the batch like :meth:`CutMix.mix` (the inputs, of any dtype,
+        not in place) and record how (two sources): ``(mixed inputs, mixed
+        float scores, record)``, the protocol of :mod:`~.base`."""
         # Same draws, same order as mmpretrain's CutMix.mix.
-        lam = np.random.beta(self.alpha, self.alpha)
-        batch_size = batch_inputs.size(0)
-        img_shape = batch_inputs.shape[-2:]
-        index = torch.randperm(batch_size)
-
-        box, lam = self.cutmix_bbox_and_lam(img_shape, lam)
+        batch_scores, lam, index = draw_mix(self.alpha, batch_inputs,
+                                            batch_scores)
+        box, lam = self.cutmix_bbox_and_lam(batch_inputs.shape[-2:], lam)
         y1, y2, x1, x2 = box
-        mixed_inputs = batch_inputs.clone()
-        mixed_inputs[:, :, y1:y2, x1:x2] = batch_inputs[index, :, y1:y2, x1:x2]
-        mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
-        record = box_record(box, batch_inputs, index, lam, self.record_mode)
-        return mixed_inputs, mixed_scores, record
+        return paste_box(batch_inputs, batch_scores, index, box, lam,
+                         batch_inputs[index, :, y1:y2, x1:x2],
+                         self.record_mode)
+

@@ -1,6 +1,5 @@
 """ClsDataPreprocessor that returns the batch's mix record with the batch."""
-from numbers import Number
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
 
 import torch
 from mmpretrain.models.utils.data_preprocessor import ClsDataPreprocessor
@@ -16,10 +15,11 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
 
     It is :class:`ClsDataPreprocessor` (it normalises, pads, stacks, builds
     one-hot scores and, in training, mixes the normalised padded batch)
-    with a :class:`TLRandomBatchAugment` as its batch augmentation (so the
-    augments must be recording ones, e.g. ``TLCutMix`` / ``TLMixup``). The
-    mixed ``gt_score`` set on each data sample is the one
-    :class:`ClsDataPreprocessor` would set with the corresponding
+    with a :class:`TLRandomBatchAugment` as its batch augmentation, which
+    builds mmpretrain's ``Mixup`` / ``CutMix`` / ``ResizeMix`` configs as
+    their recording variants (``TLMixup`` / ``TLCutMix`` /
+    ``TLResizeMix``). The mixed ``gt_score`` set on each data sample is the
+    one :class:`ClsDataPreprocessor` would set with the corresponding
     mmpretrain augment (same random draws), so a plain classifier trains
     exactly as with it.
 
@@ -35,19 +35,9 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
     :class:`ClsDataPreprocessor` and returns no ``mix``.
 
     Args:
-        mean (Sequence[Number], optional): The pixel mean of R, G, B channels.
-            Defaults to None.
-        std (Sequence[Number], optional): The pixel standard deviation of
-            R, G, B channels. Defaults to None.
-        pad_size_divisor (int): The size of padded image should be
-            divisible by ``pad_size_divisor``. Defaults to 1.
-        pad_value (Number): The padded pixel value. Defaults to 0.
-        to_rgb (bool): whether to convert image from BGR to RGB.
-            Defaults to False.
-        to_onehot (bool): Whether to generate one-hot format gt-labels and set
-            to data samples. Defaults to False (forced on with batch
-            augmentations).
-        num_classes (int, optional): The number of classes. Defaults to None.
+        *args, **kwargs: :class:`ClsDataPreprocessor`'s ``mean``, ``std``,
+            ``pad_size_divisor``, ``pad_value``, ``to_rgb``, ``to_onehot``
+            (forced on with batch augmentations) and ``num_classes``.
         batch_augments (dict, optional): ``augments`` and ``probs`` of
             :class:`TLRandomBatchAugment`. Defaults to None.
         patch_size (tuple, optional): ``(ph, pw)`` of the model's patches,
@@ -57,31 +47,20 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
     """
 
     def __init__(self,
-                 mean: Sequence[Number] = None,
-                 std: Sequence[Number] = None,
-                 pad_size_divisor: int = 1,
-                 pad_value: Number = 0,
-                 to_rgb: bool = False,
-                 to_onehot: bool = False,
-                 num_classes: Optional[int] = None,
+                 *args,
                  batch_augments: Optional[dict] = None,
                  patch_size: Optional[Tuple[int, int]] = None,
-                 model_name: Optional[str] = None):
-        super().__init__(
-            mean=mean,
-            std=std,
-            pad_size_divisor=pad_size_divisor,
-            pad_value=pad_value,
-            to_rgb=to_rgb,
-            to_onehot=to_onehot,
-            num_classes=num_classes,
-            batch_augments=None)
+                 model_name: Optional[str] = None,
+                 **kwargs):
+        # ClsDataPreprocessor's own arguments (mean, std, ...), without
+        # its batch augmentation: ours returns the record.
+        super().__init__(*args, batch_augments=None, **kwargs)
 
         if batch_augments:
             if not isinstance(batch_augments, dict):
                 raise TypeError(
                     'TLAlignDataPreprocessor: batch_augments must be a dict '
-                    "like dict(augments=[dict(type='TLCutMix', alpha=1.0)], "
+                    "like dict(augments=[dict(type='CutMix', alpha=1.0)], "
                     f'probs=None), got {type(batch_augments).__name__}')
             self.batch_augments = TLRandomBatchAugment(
                 **batch_augments, patch_size=patch_size,

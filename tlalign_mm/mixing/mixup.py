@@ -1,14 +1,13 @@
 """Mixup that records how it mixed."""
 from typing import Tuple
 
-import numpy as np
 import torch
 from mmpretrain.models.utils.batch_augments import Mixup
 from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
-from .base import check_alpha, check_scores, two_source_record
+from .base import check_alpha, draw_mix, mix_pairs, two_source_record
 
 
 @BATCH_AUGMENTS.register_module()
@@ -49,14 +48,12 @@ class TLMixup(Mixup):
             ``(N, C, H, W)``, the mixed float scores ``(N, num_classes)`` and
             the record (two sources).
         """
-        batch_scores = check_scores(batch_scores)
         # Same draws, same order, same arithmetic as mmpretrain's Mixup.mix.
-        lam = np.random.beta(self.alpha, self.alpha)
+        batch_scores, lam, index = draw_mix(self.alpha, batch_inputs,
+                                            batch_scores)
         batch_size = batch_inputs.size(0)
-        index = torch.randperm(batch_size)
-
-        mixed_inputs = lam * batch_inputs + (1 - lam) * batch_inputs[index, :]
-        mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
+        mixed_inputs = mix_pairs(batch_inputs, index, lam)
+        mixed_scores = mix_pairs(batch_scores, index, lam)
 
         img_h, img_w = batch_inputs.shape[-2:]
         pixel_weights = torch.empty(

@@ -35,20 +35,9 @@ class TLPatchMix(BaseCellMix):
     record_mode = 'patchmix'
 
     def sample_cell_mask(self, grid_hw: Tuple[int, int],
-                         lam: float) -> np.ndarray:
-        """Choose ``round((1 - lam) * rows * cols)`` cells at random.
-
-        Args:
-            grid_hw (tuple): ``(rows, cols)`` of the cell grid.
-            lam (float): The sampled mixing ratio.
-
-        Returns:
-            np.ndarray: ``(rows, cols)`` bool, True for replaced cells.
-        """
-        rows, cols = grid_hw
-        num_cells = rows * cols
-        num_replaced = int(np.floor((1. - lam) * num_cells + 0.5))
-        num_replaced = min(max(num_replaced, 0), num_cells)
+                         count: int) -> np.ndarray:
+        """Choose ``count`` of the ``rows * cols`` cells at random."""
+        num_cells = grid_hw[0] * grid_hw[1]
         mask = np.zeros(num_cells, dtype=bool)
-        mask[np.random.choice(num_cells, num_replaced, replace=False)] = True
-        return mask.reshape(rows, cols)
+        mask[np.random.choice(num_cells, count, replace=False)] = True
+        return mask.reshape(grid_hw)

@@ -3,7 +3,6 @@ import math
 from numbers import Real
 from typing import List, Optional, Tuple
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from mmpretrain.models.utils.batch_augments import ResizeMix
@@ -11,7 +10,7 @@ from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
-from .base import box_record, check_alpha, check_cutmix_box, check_scores
+from .base import check_alpha, check_cutmix_box, draw_mix, paste_box
 
 # The modes F.interpolate accepts for a 4-D batch with align_corners=False,
 # which ResizeMix.mix passes (mmpretrain's docstring also lists 'nearest',
@@ -70,10 +69,8 @@ class TLResizeMix(ResizeMix):
         lam_max (float): The maximum of lam. Defaults to 0.8.
         interpolation (str): ``'bilinear'`` or ``'bicubic'``, the mode of
             the resize. Defaults to ``'bilinear'``.
-        cutmix_minmax (List[float], optional): Min/max box side ratio, see
-            :class:`CutMix`. Defaults to None.
-        correct_lam (bool): Whether to correct lambda to the clipped box area,
-            see :class:`CutMix`. Defaults to True.
+        cutmix_minmax (List[float], optional), correct_lam (bool): The box
+            options of :class:`CutMix` (defaults None, True).
     """
 
     #: Name written to :attr:`MixRecord.mode`.
@@ -107,34 +104,22 @@ class TLResizeMix(ResizeMix):
     def mix_with_record(
         self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
-        """Mix the batch like :meth:`ResizeMix.mix` and record how.
-
-        Unlike mmpretrain's ``mix``, the inputs are not modified in place.
-
-        Args:
-            batch_inputs (Tensor): ``(N, C, H, W)`` images (any dtype
-                ``F.interpolate`` takes).
-            batch_scores (Tensor): ``(N, num_classes)`` one-hot format labels.
-
-        Returns:
-            Tuple[Tensor, Tensor, MixRecord]: The mixed inputs ``(N, C, H, W)``
-            (same dtype as the inputs), the mixed float scores
-            ``(N, num_classes)`` and the record (two sources).
+        """Mix the batch like :meth:`ResizeMix.mix` (the inputs, of a dtype
+        ``F.interpolate`` takes, not in place) and record how (two
+        sources): ``(mixed inputs, mixed float scores, record)``, the
+        protocol of :mod:`~.base`.
 
         Raises:
             ValueError: If the drawn box is empty (where mmpretrain's
                 ``F.interpolate`` call fails): images of a few pixels, or
                 ``lam_max`` close to 1.
         """
-        batch_scores = check_scores(batch_scores)
         # Same draws, same order, same arithmetic as mmpretrain's
         # ResizeMix.mix.
-        lam = np.random.beta(self.alpha, self.alpha)
+        batch_scores, lam, index = draw_mix(self.alpha, batch_inputs,
+                                            batch_scores)
         lam = lam * (self.lam_max - self.lam_min) + self.lam_min
         img_shape = batch_inputs.shape[-2:]
-        batch_size = batch_inputs.size(0)
-        index = torch.randperm(batch_size)
-
         box, lam = self.cutmix_bbox_and_lam(img_shape, lam)
         y1, y2, x1, x2 = box
         if y2 <= y1 or x2 <= x1:
@@ -145,15 +130,13 @@ class TLResizeMix(ResizeMix):
                 'paste the resized image (mmpretrain\'s ResizeMix fails here '
                 'in F.interpolate). Use larger images, a smaller lam_max '
                 f'(now {self.lam_max}) or a larger cutmix_minmax[0].')
-        mixed_inputs = batch_inputs.clone()
-        mixed_inputs[:, :, y1:y2, x1:x2] = F.interpolate(
+        resized = F.interpolate(
             batch_inputs[index],
             size=(int(y2 - y1), int(x2 - x1)),
             mode=self.interpolation,
             align_corners=False)
-        mixed_scores = lam * batch_scores + (1 - lam) * batch_scores[index, :]
-        record = box_record(box, batch_inputs, index, lam, self.record_mode)
-        return mixed_inputs, mixed_scores, record
+        return paste_box(batch_inputs, batch_scores, index, box, lam,
+                         resized, self.record_mode)
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(alpha={self.alpha}, ' \

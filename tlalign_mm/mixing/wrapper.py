@@ -5,19 +5,58 @@ from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
 import torch
-from mmpretrain.models.utils.batch_augments import RandomBatchAugment
+from mmpretrain.models.utils.batch_augments import (
+    CutMix,
+    Mixup,
+    RandomBatchAugment,
+    ResizeMix,
+)
 from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
+from .cutmix import TLCutMix
+from .mixup import TLMixup
+from .resizemix import TLResizeMix
 from .token_cutmix import TLTokenCutMix, with_model_patch_size
 
-# mmpretrain augmentation -> its recording variant in this package.
-_TL_VARIANTS = {
-    'CutMix': 'TLCutMix',
-    'Mixup': 'TLMixup',
-    'ResizeMix': 'TLResizeMix'
+#: mmpretrain's batch augmentations -> their recording variants, which draw
+#: exactly what they draw.
+RECORDING_VARIANTS = {
+    Mixup: TLMixup,
+    CutMix: TLCutMix,
+    ResizeMix: TLResizeMix
 }
+
+
+def augment_class(cfg) -> Optional[type]:
+    """The class an augment config builds (``type`` a registered name, with
+    or without the ``mmpretrain.`` scope, or a class); None for anything
+    else."""
+    cls = cfg.get('type') if isinstance(cfg, dict) else None
+    return BATCH_AUGMENTS.get(cls) if isinstance(cls, str) else cls
+
+
+def with_recording_variant(cfg):
+    """``cfg`` with the type of an mmpretrain augment (``'CutMix'``,
+    ``'mmpretrain.CutMix'`` or the class) replaced by its recording variant
+    (:data:`RECORDING_VARIANTS`); any other augment as it is."""
+    variant = RECORDING_VARIANTS.get(augment_class(cfg))
+    return cfg if variant is None else dict(cfg, type=variant)
+
+
+def _no_record_error(aug) -> TypeError:
+    name = type(aug).__name__
+    built = f' Give `{name}` as a config, dict(type=\'{name}\', ...), not ' \
+        'as a built instance.' if type(aug) in RECORDING_VARIANTS else ''
+    return TypeError(
+        f'Batch augment `{name}` has no recording variant (a '
+        '`mix_with_record` method), which TL-Align needs to know how each '
+        'pixel was mixed. Supported: mmpretrain\'s Mixup, CutMix and '
+        'ResizeMix (given by name or class, they are built as their '
+        'recording variants TLMixup, TLCutMix and TLResizeMix), and '
+        f'TLTokenCutMix, TLPatchMix and TLBlockMix from tlalign_mm.mixing.'
+        f'{built}')
 
 
 def _check_probs(probs, count: int) -> list:
@@ -45,12 +84,16 @@ class TLRandomBatchAugment(RandomBatchAugment):
     It picks one of ``augments`` per batch with probabilities ``probs`` (the
     remaining probability is "no mixing"), e.g. DeiT's per-batch switch
     between Mixup and CutMix, with the same ``np.random.choice`` draw as
-    mmpretrain. Every augment must be a recording one (``TLCutMix``,
-    ``TLMixup``, ``TLResizeMix``, ... with a ``mix_with_record`` method).
+    mmpretrain. The configs of mmpretrain's own ``Mixup``, ``CutMix`` and
+    ``ResizeMix`` (an mmpretrain recipe's ``train_cfg``, unchanged) are
+    built as their recording variants (:data:`RECORDING_VARIANTS`), which
+    draw exactly what they draw; any other augment must be a recording one
+    (with a ``mix_with_record`` method: ``TLTokenCutMix``, ``TLPatchMix``,
+    ...).
 
     Args:
         augments (Callable | dict | list): Configs (or instances) of the
-            recording batch augmentations.
+            batch augmentations.
         probs (float | List[float] | None): The probability of each augment.
             If None, choose evenly (never "no mixing"). The list is copied,
             not extended in place as mmpretrain does.
@@ -62,7 +105,8 @@ class TLRandomBatchAugment(RandomBatchAugment):
             (:func:`~.token_cutmix.with_model_patch_size`).
 
     Raises:
-        TypeError: If an augment has no ``mix_with_record``.
+        TypeError: If an augment has no recording variant (naming it and
+            the supported ones).
         ValueError: If ``augments`` is empty or ``probs`` are not
             probabilities (each in [0, 1], one per augment, summing to at
             most 1).
@@ -73,6 +117,7 @@ class TLRandomBatchAugment(RandomBatchAugment):
                  model_name: Optional[str] = None):
         if not isinstance(augments, (list, tuple)):
             augments = [augments]
+        augments = [with_recording_variant(aug) for aug in augments]
         augments = [
             with_model_patch_size(aug, patch_size, model_name)
             if model_name is not None and _builds_token_cutmix(aug) else aug
@@ -81,7 +126,7 @@ class TLRandomBatchAugment(RandomBatchAugment):
         count = len(augments)
         if count == 0:
             raise ValueError('TLRandomBatchAugment: augments is empty; give '
-                             'at least one, e.g. [dict(type=\'TLCutMix\', '
+                             'at least one, e.g. [dict(type=\'CutMix\', '
                              'alpha=1.0)], or no batch_augments at all')
         if isinstance(probs, Real) and not isinstance(probs, bool):
             probs = [probs]
@@ -91,16 +136,7 @@ class TLRandomBatchAugment(RandomBatchAugment):
         for aug in self.augments:
             if aug is not None and not callable(
                     getattr(aug, 'mix_with_record', None)):
-                name = type(aug).__name__
-                hint = f'use `{_TL_VARIANTS[name]}` instead of `{name}`' \
-                    if name in _TL_VARIANTS else \
-                    'use a recording variant (`TLCutMix`, `TLMixup`, ' \
-                    '`TLResizeMix`, `TLTokenCutMix`, `TLPatchMix`, ' \
-                    '`TLBlockMix`)'
-                raise TypeError(
-                    f'Batch augment `{name}` cannot record how it mixes (it '
-                    f'has no `mix_with_record`), which TL-Align needs: '
-                    f'{hint} from `tlalign_mm.mixing`.')
+                raise _no_record_error(aug)
 
     def mix_with_record(
         self, batch_input: torch.Tensor, batch_score: torch.Tensor
@@ -139,8 +175,5 @@ class TLRandomBatchAugment(RandomBatchAugment):
 
 def _builds_token_cutmix(cfg) -> bool:
     """Whether ``cfg`` is the config of a :class:`TLTokenCutMix`."""
-    if not isinstance(cfg, dict):
-        return False
-    cls = cfg.get('type')
-    cls = BATCH_AUGMENTS.get(cls) if isinstance(cls, str) else cls
+    cls = augment_class(cfg)
     return isinstance(cls, type) and issubclass(cls, TLTokenCutMix)

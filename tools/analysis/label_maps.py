@@ -11,7 +11,7 @@ label, both as image 1's share, and the range of the aligned map.
 Examples::
 
     python tools/analysis/label_maps.py \\
-        configs/demo/vit-tiny-p4_digits_tlalign.py epoch_40.pth \\
+        configs/demo/vit-tiny-p4_1xb64-tlalign_digits.py epoch_40.pth \\
         --num-images 4 --work-dir docs
 
 Writes ``label_maps.png`` (or ``--out``) and ``label_maps.json``.

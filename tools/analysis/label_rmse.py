@@ -10,8 +10,8 @@ pooled tokens). See :mod:`tlalign_mm.analysis.label_rmse` for the numbers.
 Examples::
 
     python tools/analysis/label_rmse.py \\
-        configs/tlalign/deit-small_4xb256_in1k_cutmix.py cutmix.pth \\
-        configs/tlalign/deit-small_4xb256_in1k_tlalign.py tlalign.pth \\
+        configs/tlalign/deit-small_4xb256-cutmix_in1k.py cutmix.pth \\
+        configs/tlalign/deit-small_4xb256-tlalign_in1k.py tlalign.pth \\
         --num-images 5000 --work-dir work_dirs/analysis/label_rmse
 
 Writes ``label_rmse.csv``, ``label_rmse.json`` and ``label_rmse.png``.

@@ -11,7 +11,7 @@ ratio (class-token ViTs) and TL-Align's per-block label. See
 Examples::
 
     python tools/analysis/mixing_ratio.py \\
-        configs/tlalign/deit-small_4xb256_in1k_tlalign.py tlalign.pth \\
+        configs/tlalign/deit-small_4xb256-tlalign_in1k.py tlalign.pth \\
         --num-images 256
 
 Writes ``mixing_ratio.csv`` (per block: the mean of each series and its

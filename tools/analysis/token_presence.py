@@ -10,7 +10,7 @@ off the tracer exactly.
 Examples::
 
     python tools/analysis/token_presence.py \\
-        configs/tlalign/deit-small_4xb256_in1k_tlalign.py tlalign.pth \\
+        configs/tlalign/deit-small_4xb256-tlalign_in1k.py tlalign.pth \\
         --num-images 256
 
 Writes ``presence.csv`` (per block, counted from 1: mean, std, quantiles,

@@ -14,8 +14,8 @@ normalisation runs inside the attacked function
 Examples::
 
     python tools/robustness/autoattack.py \\
-        configs/tlalign/deit-small_4xb256_in1k_tlalign.py \\
-        work_dirs/deit-small_4xb256_in1k_tlalign/epoch_300.pth \\
+        configs/tlalign/deit-small_4xb256-tlalign_in1k.py \\
+        work_dirs/deit-small_4xb256-tlalign_in1k/epoch_300.pth \\
         --norm Linf --eps 1/255 --num-images 1000 --device cuda
 
 Writes ``autoattack_<norm>_eps<eps>_<version>.json`` under the work dir

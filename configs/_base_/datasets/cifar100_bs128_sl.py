@@ -21,7 +21,7 @@ train_pipeline = [
     dict(type='RandomCrop', crop_size=32, padding=4),
     dict(type='AutoAugment',
          policies={{_base_.cifar10_autoaugment_policies}},
-         hparams=dict(pad_val=128)),
+         hparams=dict(pad_val=128, channel_order='rgb')),
     dict(type='ZhongRandomErasing', erase_prob=0.25, min_area_ratio=0.02,
          max_area_ratio=0.4, min_aspect=0.3, fill=erase_fill),
     dict(type='PackInputs'),

@@ -35,11 +35,15 @@ data_preprocessor = dict(
 # Rotate does not: PIL's rotate(+angle), counter-clockwise
 # (transforms.py:48-53), is mmcv's angle -angle (positive is clockwise
 # there), never negated. Fill 128 (fillcolor=(128, 128, 128)).
+# Rotate, Color and Contrast are computed with PIL as the original
+# (tlalign_mm's PILRotate, PILColorTransform, PILContrast, told that
+# mmpretrain's CIFAR arrays are RGB): mmpretrain's Rotate fills (128, 0, 0)
+# from pad_val=128, and its Color/Contrast take BGR grey weights.
 aa_translate_step = 150 / 331 / 9
 cifar10_autoaugment_policies = [
     [dict(type='Invert', prob=0.1),
-     dict(type='Contrast', magnitude=0.6, prob=0.2)],
-    [dict(type='Rotate', angle=-30 / 9 * 2, prob=0.7,
+     dict(type='PILContrast', magnitude=0.6, prob=0.2)],
+    [dict(type='PILRotate', angle=-30 / 9 * 2, prob=0.7,
           random_negative_prob=0.),
      dict(type='Translate', magnitude=aa_translate_step * 9, prob=0.3,
           direction='horizontal')],
@@ -54,15 +58,15 @@ cifar10_autoaugment_policies = [
     [dict(type='Shear', magnitude=0.3 / 9 * 7, prob=0.2,
           direction='vertical'),
      dict(type='Posterize', bits=5, prob=0.3)],
-    [dict(type='ColorTransform', magnitude=0.3, prob=0.4),
+    [dict(type='PILColorTransform', magnitude=0.3, prob=0.4),
      dict(type='Brightness', magnitude=0.7, prob=0.6)],
     [dict(type='Sharpness', magnitude=0.9, prob=0.3),
      dict(type='Brightness', magnitude=0.9, prob=0.7)],
     [dict(type='Equalize', prob=0.6),
      dict(type='Equalize', prob=0.5)],
-    [dict(type='Contrast', magnitude=0.7, prob=0.6),
+    [dict(type='PILContrast', magnitude=0.7, prob=0.6),
      dict(type='Sharpness', magnitude=0.5, prob=0.6)],
-    [dict(type='ColorTransform', magnitude=0.7, prob=0.7),
+    [dict(type='PILColorTransform', magnitude=0.7, prob=0.7),
      dict(type='Translate', magnitude=aa_translate_step * 8, prob=0.5,
           direction='horizontal')],
     [dict(type='Equalize', prob=0.3),
@@ -71,19 +75,19 @@ cifar10_autoaugment_policies = [
           direction='vertical'),
      dict(type='Sharpness', magnitude=0.6, prob=0.2)],
     [dict(type='Brightness', magnitude=0.6, prob=0.9),
-     dict(type='ColorTransform', magnitude=0.8, prob=0.2)],
+     dict(type='PILColorTransform', magnitude=0.8, prob=0.2)],
     [dict(type='Solarize', thr=256 - 256 / 9 * 2, prob=0.5),
      dict(type='Invert', prob=0.0)],
     [dict(type='Equalize', prob=0.2),
      dict(type='AutoContrast', prob=0.6)],
     [dict(type='Equalize', prob=0.2),
      dict(type='Equalize', prob=0.6)],  # sub-policy 17, autoaug.py:96
-    [dict(type='ColorTransform', magnitude=0.9, prob=0.9),
+    [dict(type='PILColorTransform', magnitude=0.9, prob=0.9),
      dict(type='Equalize', prob=0.6)],
     [dict(type='AutoContrast', prob=0.8),
      dict(type='Solarize', thr=256 - 256 / 9 * 8, prob=0.2)],
     [dict(type='Brightness', magnitude=0.3, prob=0.1),
-     dict(type='ColorTransform', magnitude=0.0, prob=0.7)],
+     dict(type='PILColorTransform', magnitude=0.0, prob=0.7)],
     [dict(type='Solarize', thr=256 - 256 / 9 * 5, prob=0.4),
      dict(type='AutoContrast', prob=0.9)],
     [dict(type='Translate', magnitude=aa_translate_step * 9, prob=0.9,
@@ -109,7 +113,7 @@ train_pipeline = [
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandomCrop', crop_size=32, padding=4),
     dict(type='AutoAugment', policies=cifar10_autoaugment_policies,
-         hparams=dict(pad_val=128)),
+         hparams=dict(pad_val=128, channel_order='rgb')),
     dict(type='ZhongRandomErasing', erase_prob=0.25, min_area_ratio=0.02,
          max_area_ratio=0.4, min_aspect=0.3, fill=erase_fill),
     dict(type='PackInputs'),

@@ -11,7 +11,14 @@
 # images into class folders once:
 #   cd data/tiny-imagenet-200/val && while read f c _; do mkdir -p $c && \
 #       mv images/$f $c/; done < val_annotations.txt && rmdir images
+#
+# Decoded by PIL as the original's ImageFolder (torchvision's pil_loader:
+# Image.open(f).convert('RGB'), no EXIF rotation; utils/dataloader.py:77-82),
+# into a BGR array (mmcv's pillow backend) as the rest of the pipeline
+# expects.
 dataset_type = 'TinyImageNet'
+load_image = dict(type='LoadImageFromFile', imdecode_backend='pillow',
+                  color_type='color_ignore_orientation')
 data_root = 'data/tiny-imagenet-200'
 # utils/dataloader.py:36, in 0..255 (the data preprocessor normalises).
 norm_mean = (0.4802, 0.4481, 0.3975)
@@ -28,11 +35,12 @@ data_preprocessor = dict(
 # The SPT/LSA code's ImageNetPolicy (DeepVoltaire's; utils/autoaug.py:21-52,
 # used for Tiny-ImageNet, main.py:194-198), its 25 sub-policies in order,
 # mapped as in cifar10_bs128_sl.py: Rotate by +angle in PIL's sense (mmcv
-# -angle, never negated), everything filled with 128.
+# -angle, never negated), everything filled with 128; Rotate, Color and
+# Contrast computed with PIL (on the BGR arrays LoadImageFromFile gives).
 aa_translate_step = 150 / 331 / 9
 imagenet_autoaugment_policies = [
     [dict(type='Posterize', bits=4, prob=0.4),
-     dict(type='Rotate', angle=-30 / 9 * 9, prob=0.6,
+     dict(type='PILRotate', angle=-30 / 9 * 9, prob=0.6,
           random_negative_prob=0.)],
     [dict(type='Solarize', thr=256 - 256 / 9 * 5, prob=0.6),
      dict(type='AutoContrast', prob=0.6)],
@@ -43,40 +51,40 @@ imagenet_autoaugment_policies = [
     [dict(type='Equalize', prob=0.4),
      dict(type='Solarize', thr=256 - 256 / 9 * 4, prob=0.2)],
     [dict(type='Equalize', prob=0.4),
-     dict(type='Rotate', angle=-30 / 9 * 8, prob=0.8,
+     dict(type='PILRotate', angle=-30 / 9 * 8, prob=0.8,
           random_negative_prob=0.)],
     [dict(type='Solarize', thr=256 - 256 / 9 * 3, prob=0.6),
      dict(type='Equalize', prob=0.6)],
     [dict(type='Posterize', bits=6, prob=0.8),
      dict(type='Equalize', prob=1.0)],
-    [dict(type='Rotate', angle=-30 / 9 * 3, prob=0.2,
+    [dict(type='PILRotate', angle=-30 / 9 * 3, prob=0.2,
           random_negative_prob=0.),
      dict(type='Solarize', thr=256 - 256 / 9 * 8, prob=0.6)],
     [dict(type='Equalize', prob=0.6),
      dict(type='Posterize', bits=5, prob=0.4)],
-    [dict(type='Rotate', angle=-30 / 9 * 8, prob=0.8,
+    [dict(type='PILRotate', angle=-30 / 9 * 8, prob=0.8,
           random_negative_prob=0.),
-     dict(type='ColorTransform', magnitude=0.0, prob=0.4)],
-    [dict(type='Rotate', angle=-30 / 9 * 9, prob=0.4,
+     dict(type='PILColorTransform', magnitude=0.0, prob=0.4)],
+    [dict(type='PILRotate', angle=-30 / 9 * 9, prob=0.4,
           random_negative_prob=0.),
      dict(type='Equalize', prob=0.6)],
     [dict(type='Equalize', prob=0.0),
      dict(type='Equalize', prob=0.8)],
     [dict(type='Invert', prob=0.6),
      dict(type='Equalize', prob=1.0)],
-    [dict(type='ColorTransform', magnitude=0.4, prob=0.6),
-     dict(type='Contrast', magnitude=0.8, prob=1.0)],
-    [dict(type='Rotate', angle=-30 / 9 * 8, prob=0.8,
+    [dict(type='PILColorTransform', magnitude=0.4, prob=0.6),
+     dict(type='PILContrast', magnitude=0.8, prob=1.0)],
+    [dict(type='PILRotate', angle=-30 / 9 * 8, prob=0.8,
           random_negative_prob=0.),
-     dict(type='ColorTransform', magnitude=0.2, prob=1.0)],
-    [dict(type='ColorTransform', magnitude=0.8, prob=0.8),
+     dict(type='PILColorTransform', magnitude=0.2, prob=1.0)],
+    [dict(type='PILColorTransform', magnitude=0.8, prob=0.8),
      dict(type='Solarize', thr=256 - 256 / 9 * 7, prob=0.8)],
     [dict(type='Sharpness', magnitude=0.7, prob=0.4),
      dict(type='Invert', prob=0.6)],
     [dict(type='Shear', magnitude=0.3 / 9 * 5, prob=0.6,
           direction='horizontal'),
      dict(type='Equalize', prob=1.0)],
-    [dict(type='ColorTransform', magnitude=0.0, prob=0.4),
+    [dict(type='PILColorTransform', magnitude=0.0, prob=0.4),
      dict(type='Equalize', prob=0.6)],
     [dict(type='Equalize', prob=0.4),
      dict(type='Solarize', thr=256 - 256 / 9 * 4, prob=0.2)],
@@ -84,8 +92,8 @@ imagenet_autoaugment_policies = [
      dict(type='AutoContrast', prob=0.6)],
     [dict(type='Invert', prob=0.6),
      dict(type='Equalize', prob=1.0)],
-    [dict(type='ColorTransform', magnitude=0.4, prob=0.6),
-     dict(type='Contrast', magnitude=0.8, prob=1.0)],
+    [dict(type='PILColorTransform', magnitude=0.4, prob=0.6),
+     dict(type='PILContrast', magnitude=0.8, prob=1.0)],
     [dict(type='Equalize', prob=0.8),
      dict(type='Equalize', prob=0.6)],
 ]
@@ -94,17 +102,17 @@ imagenet_autoaugment_policies = [
 # (main.py:206-214; see cifar10_bs128_sl.py), in the images' BGR order.
 erase_fill = [m + s * v for m, s, v in zip(rgb_mean, rgb_std, norm_mean)]
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    load_image,
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandomCrop', crop_size=64, padding=4),
     dict(type='AutoAugment', policies=imagenet_autoaugment_policies,
-         hparams=dict(pad_val=128)),
+         hparams=dict(pad_val=128, channel_order='bgr')),
     dict(type='ZhongRandomErasing', erase_prob=0.25, min_area_ratio=0.02,
          max_area_ratio=0.4, min_aspect=0.3, fill=erase_fill[::-1]),
     dict(type='PackInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
+    load_image,
     dict(type='PackInputs'),
 ]
 

@@ -1,11 +1,9 @@
-# DeiT-Ti for fine-tuning from an ImageNet checkpoint pretrained with TL-Align:
-# deit-small_tlalign-in1k-pre_ft.py with the DeiT-Ti architecture. The backbone
-# loads strictly from TLALIGN_CKPT, by default the last checkpoint of
-#   tools/train.py configs/tlalign/deit-tiny_4xb256_in1k_tlalign.py
-_base_ = ['./deit-small_tlalign-in1k-pre_ft.py']
+# DeiT-Ti for fine-tuning (deit_in1k-pre_ft.py) from an ImageNet checkpoint
+# pretrained with TL-Align: TLALIGN_CKPT, by default the last checkpoint of
+#   tools/train.py configs/tlalign/deit-tiny_4xb256-tlalign_in1k.py
+_base_ = ['./deit_in1k-pre_ft.py']
 
-checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/deit-tiny_4xb256_in1k_tlalign/epoch_300.pth}}'  # noqa: E501
+checkpoint_file = '{{$TLALIGN_CKPT:work_dirs/deit-tiny_4xb256-tlalign_in1k/epoch_300.pth}}'  # noqa: E501
 model = dict(
-    backbone=dict(
-        arch='deit-tiny', init_cfg=dict(checkpoint=checkpoint_file)),
+    backbone=dict(arch='deit-tiny', init_cfg=dict(checkpoint=checkpoint_file)),
     head=dict(in_channels=192))

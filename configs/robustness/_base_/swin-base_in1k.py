@@ -1,11 +1,11 @@
 # The Swin-B ImageNet classifier the robustness test configs of Swin-B
-# evaluate: the model and test-time set-up of configs/tlalign/swin-base_16xb64_in1k_cutmix.py
+# evaluate: the model and test-time set-up of configs/tlalign/swin-base_16xb64-cutmix_in1k.py
 # (TL-Align's checkpoint and its CutMix twin's load into it alike: the models
 # are identical at test time). Each test config adds its dataset base.
-# The paper's B-size pair: work_dirs/swin-base_16xb64_in1k-ft40e_tlalign/
+# The paper's B-size pair: work_dirs/swin-base_16xb64-ft40e-tlalign_in1k/
 # epoch_40.pth (TL-Align) and the official checkpoint (SWIN_B_CKPT, see
-# configs/tlalign/swin-base_16xb64_in1k-ft40e_tlalign.py).
-_base_ = ['../../tlalign/swin-base_16xb64_in1k_cutmix.py']
+# configs/tlalign/swin-base_16xb64-ft40e-tlalign_in1k.py).
+_base_ = ['../../tlalign/swin-base_16xb64-cutmix_in1k.py']
 custom_imports = dict(
     imports=['tlalign_mm', 'tlalign_mm.downstream'],
     allow_failed_imports=False)

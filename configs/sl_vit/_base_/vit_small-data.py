@@ -6,7 +6,9 @@
 # bias (to_qkv bias=False, vit.py:61), nn.LayerNorm's eps 1e-5, stochastic
 # depth 0.1 in every block (one DropPath(--sd 0.1) for all blocks,
 # vit.py:114, not a 0 -> 0.1 ramp); class-token head, label smoothing 0.1
-# (--smoothing). Initialisation as vit.py:14-21, 143-145, 155 (SPTLSAViTInit):
+# (the default of LabelSmoothingCrossEntropy, utils/losses.py:11, built
+# without arguments at main.py:137: the --smoothing flag of main.py:83 is
+# never read). Initialisation as vit.py:14-21, 143-145, 155 (SPTLSAViTInit):
 # xavier-normal Linear weights (the head's too) and zero biases, LayerNorm
 # 1/0, standard-normal position embedding and class token. Mixing as main.py's
 # defaults (--cm, --mu on, --mix_prob 0.5, --beta 1.0, --alpha 1.0): half

@@ -1,10 +1,14 @@
 # The TL-Align paper's DeiT ImageNet recipe for every DeiT size, with the
 # plain area target of the token-CutMix box (target='cutmix'; the
-# *_tlalign-paper.py twins switch the target to 'tlalign'). The arch and the
-# head's width are each config's (deit-{tiny,small,base}_8xb128_in1k_
-# cutmix-paper.py); mmpretrain's deit/deit-small_4xb256_in1k.py is taken
-# for its ImageNet data pipeline, AdamW no-decay groups and runtime only,
-# which mmpretrain's DeiT configs share. Every setting below is the official
+# *-paper-tlalign_in1k.py twins switch the target to 'tlalign'). Token
+# CutMix has no mmpretrain augment, so this CutMix twin is TLAlignClassifier
+# itself with target='cutmix' (the TL-Align twin's sampler, the area
+# target: trains exactly as an ImageClassifier would). No size:
+# the arch and the head's width are each config's
+# (deit-{tiny,small,base}_8xb128-amp-paper-cutmix_in1k.py). Composed as
+# mmpretrain's deit/deit-*_4xb256_in1k.py configs are (its ImageNet data
+# pipeline, AdamW schedule and runtime bases), with their DeiT model and
+# AdamW no-decay groups restated here. Every setting below is the official
 # code's default,
 # Euphoria16/TL-Align at 2a3f35c (main_tla.py get_args_parser, run as
 # train_deit_small_tla.sh: 8 GPUs x --batch-size 128, --mixup 0.0 as in the
@@ -24,7 +28,7 @@
 #   optimiser AdamW lr 5e-4 x 1024 / 512 = 1e-3, eps 1e-8, betas (0.9,
 #             0.999), weight decay 0.05 except biases, norms, pos_embed and
 #             cls_token (timm create_optimizer's no-decay list = the
-#             paramwise_cfg inherited from mmpretrain's DeiT); no gradient
+#             paramwise_cfg of mmpretrain's DeiT, below); no gradient
 #             clipping (--clip-grad None); mixed precision (NativeScaler +
 #             autocast in engine.py): AmpOptimWrapper
 #   schedule  300 epochs; timm's per-epoch cosine (t_initial 300, min lr
@@ -50,7 +54,9 @@
 # re-initialises them after every init_cfg) where timm's are truncated
 # normal 0.02.
 _base_ = [
-    'mmpretrain::deit/deit-small_4xb256_in1k.py',
+    'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',
+    'mmpretrain::_base_/schedules/imagenet_bs1024_adamw_swin.py',
+    'mmpretrain::_base_/default_runtime.py',
     '../../_base_/resumable_runtime.py',  # last.pth every 500 iters
 ]
 custom_imports = dict(imports=['tlalign_mm'], allow_failed_imports=False)
@@ -59,11 +65,23 @@ model = dict(
     type='TLAlignClassifier',
     target='cutmix',
     backbone=dict(
+        type='VisionTransformer',
+        img_size=224,
+        patch_size=16,
         drop_path_rate=0.1,
         init_cfg=[dict(type='TruncNormalParams', names=['cls_token'],
                        std=.02)]),
-    head=dict(init_cfg=dict(type='TruncNormal', layer='Linear', std=.02,
-                            bias=0.)),
+    neck=None,
+    head=dict(
+        type='VisionTransformerClsHead',
+        num_classes=1000,
+        loss=dict(
+            type='LabelSmoothLoss', label_smooth_val=0.1, mode='original'),
+        init_cfg=dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)),
+    init_cfg=[
+        dict(type='TruncNormal', layer='Linear', std=.02),
+        dict(type='Constant', layer='LayerNorm', val=1., bias=0.),
+    ],
     train_cfg=dict(augments=[
         dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens'),
     ]),
@@ -73,8 +91,17 @@ train_dataloader = dict(
     drop_last=True,
     sampler=dict(_delete_=True, type='RepeatAugSampler', num_repeats=3,
                  shuffle=True))
-optim_wrapper = dict(type='AmpOptimWrapper', loss_scale='dynamic',
-                     clip_grad=None)
+optim_wrapper = dict(
+    type='AmpOptimWrapper',
+    loss_scale='dynamic',
+    paramwise_cfg=dict(
+        norm_decay_mult=0.0,
+        bias_decay_mult=0.0,
+        custom_keys={
+            '.cls_token': dict(decay_mult=0.0),
+            '.pos_embed': dict(decay_mult=0.0)
+        }),
+    clip_grad=None)
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-3, by_epoch=True, begin=0, end=6),
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=0,

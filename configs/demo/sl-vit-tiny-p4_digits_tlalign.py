@@ -1,9 +1,0 @@
-# TL-Align twin of sl-vit-tiny-p4_digits_cutmix.py: the same SL-ViT, recipe
-# and CutMix sampling; the target is the aligned class-token label, moved by
-# SPT's initial labels and LSA's masked attention.
-_base_ = ['./sl-vit-tiny-p4_digits_cutmix.py']
-
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[dict(type='TLCutMix', alpha=1.0)]),
-)

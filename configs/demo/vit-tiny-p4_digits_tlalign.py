@@ -1,8 +1,0 @@
-# TL-Align twin of vit-tiny-p4_digits_cutmix.py: the same model, recipe and
-# CutMix sampling; the target is the aligned class-token label.
-_base_ = ['./vit-tiny-p4_digits_cutmix.py']
-
-model = dict(
-    type='TLAlignClassifier',
-    train_cfg=dict(augments=[dict(type='TLCutMix', alpha=1.0)]),
-)

@@ -1,0 +1,8 @@
+# The paper recipe's CutMix twin at DeiT-B size: the TL-Align paper's DeiT
+# ImageNet recipe (_base_/deit_8xb128_in1k_paper.py, every setting with its
+# source in the official code there) with the plain area target of the
+# token-CutMix box, no alignment. Its TL-Align twin is
+# deit-base_8xb128-amp-paper-tlalign_in1k.py.
+_base_ = ['./_base_/deit_8xb128_in1k_paper.py']
+
+model = dict(backbone=dict(arch='deit-base'), head=dict(in_channels=768))

@@ -1,3 +1,0 @@
-# Table 8 ablation: only the last block aligns labels (close to TransMix).
-_base_ = ['./deit-small_4xb256_in1k_tlalign.py']
-model = dict(align_cfg=dict(align_layers='last'))

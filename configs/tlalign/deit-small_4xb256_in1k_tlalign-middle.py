@@ -1,3 +1,0 @@
-# Table 8 ablation: a middle subset of the 12 blocks aligns labels.
-_base_ = ['./deit-small_4xb256_in1k_tlalign.py']
-model = dict(align_cfg=dict(align_layers=[4, 5, 6, 7]))

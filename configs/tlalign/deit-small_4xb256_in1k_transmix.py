@@ -1,7 +1,0 @@
-# TransMix (Chen et al., CVPR 2022) on the same model, recipe and sampling as
-# the TL-Align twin: only the training target of CutMix batches differs
-# (the mean of the area ratio and the class token's last-block attention
-# share); Mixup batches keep their target.
-_base_ = ['./deit-small_4xb256_in1k_tlalign.py']
-
-model = dict(target='transmix')

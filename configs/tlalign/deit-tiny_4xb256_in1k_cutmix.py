@@ -1,8 +1,0 @@
-# The CutMix twin: mmpretrain's DeiT-Tiny recipe unchanged (300 epochs,
-# AdamW, Mixup 0.8 / CutMix 1.0 switched per batch, label smoothing 0.1).
-# Compare with deit-tiny_4xb256_in1k_tlalign.py, which differs only in the target.
-_base_ = [
-    'mmpretrain::deit/deit-tiny_4xb256_in1k.py',
-    '../_base_/resumable_runtime.py',  # last.pth every 500 iters
-]
-custom_imports = dict(imports=['tlalign_mm'], allow_failed_imports=False)
