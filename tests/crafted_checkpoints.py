@@ -56,7 +56,7 @@ MARKER = 'payload_ran.txt'
 #: the size the deflated record inflates to
 BOMB_BYTES = 300 * 2**20
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-DEMO = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_digits_tlalign.py')
+DEMO = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_1xb64-tlalign_digits.py')
 
 
 class _Reduce:
