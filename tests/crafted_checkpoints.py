@@ -3,20 +3,36 @@
 Each case writes a file a real attacker could write (``torch.save`` of
 objects whose ``__reduce__`` is the payload, or bytes edited after the
 save). They are loaded in a *subprocess* (``python -m
-tests.crafted_checkpoints DIR``, with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``):
-a file that crashes the process kills that process, not pytest. It prints
-one JSON line per (file, loading path) and finally ``{"done": true}``.
+tests.crafted_checkpoints DIR NAMES``, with
+``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``): a file that crashes or hangs the
+process ends that process, not pytest. It prints one JSON line per (file,
+loading path) and finally ``{"done": true}``.
 
-Loading paths (after the config opt-in line's import,
-``tlalign_mm.checkpoint.install``):
+Loading paths:
+
+* ``build_model``: ``tlalign_mm.analysis.session.build_model``, before
+  anything installed the safe loader;
+
+then, after the config opt-in line's import (``tlalign_mm.checkpoint.
+install``):
 
 * ``mmengine``: mmengine's ``load_checkpoint`` (what ``load_from``,
-  ``--resume`` and ``tools/test.py`` reach);
+  ``--resume``, ``tools/test.py`` and the inferencers' weights reach);
 * ``https``: an ``https://`` URL whose file is in the torch hub cache;
 * ``open-mmlab``: an ``open-mmlab://`` name resolved through mmengine's
   model-zoo table to that URL;
 * ``pretrained``: the strict ``init_cfg=dict(type='Pretrained',
-  _scope_='tlalign_mm')`` on a model.
+  _scope_='tlalign_mm')`` on a model; ``mmengine-pretrained``: mmengine's
+  own ``init_cfg=dict(type='Pretrained')``;
+* ``mmseg-inferencer`` / ``mmdet-inferencer``: ``MMSegInferencer`` /
+  ``DetInferencer`` given the file as weights and no config (mmengine's
+  ``BaseInferencer`` then reads the config from the checkpoint);
+* ``export`` / ``label_maps``: ``tools/export_backbone.py`` and
+  ``tools/analysis/label_maps.py``, what they print on stderr.
+
+``python -m tests.crafted_checkpoints --runs DIR`` runs :data:`RUNS`:
+checkpoints crafted from a real one, resumed or tested through
+``tools/train.py``, ``tools/test.py`` and mmengine's own ``Runner``.
 """
 import collections
 import json
@@ -39,6 +55,8 @@ except ImportError:  # pragma: no cover
 MARKER = 'payload_ran.txt'
 #: the size the deflated record inflates to
 BOMB_BYTES = 300 * 2**20
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+DEMO = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_1xb64-tlalign_digits.py')
 
 
 class _Reduce:
@@ -95,10 +113,38 @@ def _tensor(size, offset, stride):
                     collections.OrderedDict()))
 
 
+def tensor_hub(**info):
+    """A message hub that is a tensor whose attributes (which
+    ``_rebuild_from_type_v2`` sets) are what ``MessageHub.load_state_dict``
+    copies."""
+    hub = torch.zeros(1)
+    hub._runtime_info, hub._log_scalars, hub._resumed_keys = info, {}, {}
+    return hub
+
+
+def shared_list(depth):
+    """A list holding one list twice, ``depth`` levels deep (the pickle
+    memo writes each level once)."""
+    value = []
+    for _ in range(depth):
+        value = [value, value]
+    return value
+
+
+def rng_at(position):
+    """A ``resume_state`` whose numpy MT19937 state is at ``position``."""
+    from tlalign_mm.checkpoint.plain import capture_rng
+    rng = capture_rng()
+    name, keys, _, gauss, cached = rng['numpy']
+    return dict(rng=dict(rng, numpy=(name, keys, position, gauss, cached)),
+                sampler_seed=0)
+
+
 def _payloads(marker):
     """name -> what ``torch.save`` writes."""
     plain = {'w': torch.ones(2)}
     system = _Reduce(os.system, (f'touch {marker}', ))
+    code = f"model = dict(type='x')\n__import__('os').system('touch {marker}')"
     return {
         'reduce_system.pth': dict(state_dict=plain, meta={'x': system}),
         'reduce_open_in_hub.pth': dict(
@@ -127,6 +173,27 @@ def _payloads(marker):
                                         meta=dict(epoch=-5, iter=10)),
         'meta_iter_absurd.pth': dict(state_dict=plain,
                                      meta=dict(epoch=1, iter=1e15)),
+        # issue 30, case 1: config text mmengine's BaseInferencer runs
+        'config_code.pth': dict(state_dict=plain, meta=dict(cfg=code),
+                                message_hub=dict(runtime_info=dict(cfg=code))),
+        # case 2: a message hub that is a tensor with attributes
+        'hub_tensor.pth': dict(state_dict=plain, message_hub=tensor_hub()),
+        # case 4: 64 levels of one list held twice: 2**64 paths
+        'shared_list.pth': dict(state_dict=plain,
+                                meta=dict(dataset_meta=shared_list(64))),
+        # case 6: numpy MT19937 positions past its 624-word key
+        'rng_position_625.pth': dict(state_dict=plain,
+                                     resume_state=rng_at(625)),
+        'rng_position_huge.pth': dict(state_dict=plain,
+                                      resume_state=rng_at(2**31 - 1)),
+        # case 7
+        'sparse_tensor.pth': dict(state_dict=dict(
+            w=torch.ones(2).to_sparse())),
+        'quantized_tensor.pth': dict(state_dict=dict(
+            w=torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8))),
+        'hub_list.pth': dict(state_dict=plain, message_hub=[]),
+        'config_unhashable.pth': dict(state_dict=plain,
+                                      meta=dict(cfg='model = {[1]: 2}')),
     }
 
 
@@ -172,8 +239,10 @@ def write_all(folder):
     _deflated(osp.join(folder, 'deflated_record.pth'))
     _bit_flipped(osp.join(folder, 'bit_flipped.pth'))
     os.makedirs(osp.join(folder, 'a_directory.pth'), exist_ok=True)
+    with open(osp.join(folder, 'not_zip.pth'), 'wb') as f:
+        f.write(b'\x80\x02}q\x00.')  # a bare pickle: legacy torch.save
     return names + ['history_buffer_mutation.pth', 'deflated_record.pth',
-                    'bit_flipped.pth', 'a_directory.pth']
+                    'bit_flipped.pth', 'a_directory.pth', 'not_zip.pth']
 
 
 def history_statistics_intact():
@@ -181,7 +250,34 @@ def history_statistics_intact():
     return bool(buffer.statistics('mean') == 2. and buffer.mean() == 2.)
 
 
-def _paths(folder):
+def _error_lines(stderr):
+    """What a tool said from its ``error:`` line on (before it: warnings)."""
+    return stderr[max(stderr.find('error: '), 0):].strip()
+
+
+def _tool(tool, argv):
+    """A tool's ``main`` in this process: what it printed on stderr from
+    its ``error:`` line on, or 'ran'."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    try:  # as `python tools/...`: export_backbone.py runs main in run_tool
+        with contextlib.redirect_stderr(err):
+            getattr(tool, 'run_tool', lambda main, *a: main(*a))(tool.main,
+                                                                 argv)
+        return 'ran'
+    except SystemExit:
+        return _error_lines(err.getvalue())
+
+
+def _tools(*relpaths):
+    """``tools/<relpath>`` modules, loaded before the opt-in line's import
+    (as when a tool reads a config that has it)."""
+    from tests.tool_scripts import load_tool
+    return [load_tool(relpath) for relpath in relpaths]
+
+
+def _paths(folder, export, label_maps):
     """loading path -> function(name) that loads the crafted file."""
     from mmengine.registry import MODELS
     from mmengine.runner import load_checkpoint
@@ -190,7 +286,7 @@ def _paths(folder):
     init = dict(type='Pretrained', _scope_='tlalign_mm',
                 prefix='', strict=True)
 
-    def pretrained(name):
+    def pretrained(name, init=init):
         from mmengine.model import BaseModule
 
         class Net(BaseModule):
@@ -203,6 +299,13 @@ def _paths(folder):
         MODELS  # registries imported
         Net().init_weights()
 
+    def inferencer(name, library):
+        if library == 'mmseg':
+            from mmseg.apis import MMSegInferencer as Inferencer
+        else:
+            from mmdet.apis import DetInferencer as Inferencer
+        Inferencer(model=None, weights=osp.join(folder, name), device='cpu')
+
     return {
         'mmengine': lambda name: load_checkpoint(model, osp.join(folder,
                                                                  name)),
@@ -211,7 +314,26 @@ def _paths(folder):
         'open-mmlab': lambda name: load_checkpoint(
             model, f'open-mmlab://crafted/{name}'),
         'pretrained': pretrained,
+        'mmengine-pretrained': lambda name: pretrained(name, dict(
+            type='Pretrained')),
+        'mmseg-inferencer': lambda name: inferencer(name, 'mmseg'),
+        'mmdet-inferencer': lambda name: inferencer(name, 'mmdet'),
+        'export': lambda name: _tool(export, [
+            osp.join(folder, name), osp.join(folder, 'export_out.pth'),
+            '--prefix', '']),
+        'label_maps': lambda name: _tool(label_maps, [
+            DEMO, osp.join(folder, name), '--work-dir',
+            osp.join(folder, 'label_maps'), '--cfg-options',
+            'test_dataloader.dataset.serialize_data=False']),
     }
+
+
+def _build_model(folder):
+    """``build_model`` of the analysis session (the demo ViT), before any
+    install()."""
+    from tlalign_mm.analysis.session import build_model, load_config
+    cfg = load_config(DEMO)
+    return lambda name: build_model(cfg, osp.join(folder, name))
 
 
 def _prepare_caches(folder, names):
@@ -233,32 +355,179 @@ def _prepare_caches(folder, names):
     os.environ['MMENGINE_HOME'] = home
 
 
-def main(folder, names):
+def _report(name, path, load, folder):
+    """Load ``name`` through ``path``; print what happened (JSON)."""
     import resource
+
+    # printed first: if the load kills the process, the test names the
+    # case from the last line
+    emit({'start': [name, path]})
+    try:
+        outcome = load(name)
+        outcome = outcome if isinstance(outcome, str) else 'loaded'
+    except Exception as error:  # noqa: BLE001  reported, not raised
+        text = str(error).strip().splitlines()
+        outcome = f'refused: {type(error).__name__}: {text[0] if text else ""}'
+    emit({'file': name, 'path': path, 'outcome': outcome,
+          'statistics_intact': history_statistics_intact(),
+          'payload_ran': osp.exists(osp.join(folder, MARKER)),
+          'max_rss_mb': resource.getrusage(
+              resource.RUSAGE_SELF).ru_maxrss // 1024})
+
+
+def main(folder, names):
     _prepare_caches(folder, names)
-    import tlalign_mm  # noqa: F401
+    for name in names:  # nothing installed yet
+        _report(name, 'build_model', _build_model(folder), folder)
+    tools = _tools('export_backbone.py', 'analysis/label_maps.py')
     import tlalign_mm.checkpoint.install  # noqa: F401  the opt-in line
-    for path, load in _paths(folder).items():
+    for path, load in _paths(folder, *tools).items():
         for name in names:
-            # printed first: if the load kills the process, the test names
-            # the case from the last line
-            print(json.dumps({'start': [name, path]}), flush=True)
-            try:
-                load(name)
-                outcome = 'loaded'
-            except Exception as error:  # noqa: BLE001  reported, not raised
-                text = str(error).strip().splitlines()
-                outcome = (f'refused: {type(error).__name__}: '
-                           f'{text[0] if text else ""}')
-            print(json.dumps({
-                'file': name, 'path': path, 'outcome': outcome,
-                'statistics_intact': history_statistics_intact(),
-                'payload_ran': osp.exists(osp.join(folder, MARKER)),
-                'max_rss_mb': resource.getrusage(
-                    resource.RUSAGE_SELF).ru_maxrss // 1024,
-            }), flush=True)
-    print(json.dumps({'done': True}), flush=True)
+            _report(name, path, load, folder)
+    emit({'done': True})
+
+
+#: case -> the paths it runs through: ``tools/train.py --resume FILE``,
+#: ``tools/train.py --resume`` (the file in the work dir), mmengine's own
+#: ``Runner`` (the config opts in) with ``load_from=FILE`` or auto-resume,
+#: ``tools/test.py CONFIG FILE``
+RUNS = {
+    'hub_tensor': ('train FILE', 'train auto', 'runner FILE'),
+    'hub_list': ('train FILE', ),
+    'best_ckpt_victim': ('train FILE', 'runner FILE'),
+    'record_outside': ('train auto', 'runner auto'),
+    'symlink_outside': ('train auto', 'runner auto'),
+    'sparse_tensor': ('test', ),
+    'missing_file': ('train FILE', ),
+}
+#: every run: 2 epochs, validation and save_best after each
+OPTIONS = {'train_cfg.max_epochs': 2, 'train_cfg.val_interval': 1,
+           'default_hooks.checkpoint.save_best': 'auto'}
+
+
+def emit(record):
+    """One result line (other output of the runs is mmengine's log)."""
+    print('RESULT ' + json.dumps(record), flush=True)
+
+
+def _crafted(case, ckpt, victim):
+    """The checkpoint of ``case``, from a real epoch-1 checkpoint."""
+    info = dict(ckpt['message_hub']['runtime_info'], best_ckpt=victim,
+                best_score=-1.0)  # the next validation is a new best
+    if case == 'hub_tensor':
+        return dict(ckpt, message_hub=tensor_hub(**info))
+    if case == 'hub_list':
+        return dict(ckpt, message_hub=[])
+    if case == 'best_ckpt_victim':
+        return dict(ckpt, message_hub=dict(ckpt['message_hub'],
+                                           runtime_info=info))
+    state = dict(ckpt['state_dict'])  # sparse_tensor
+    key = next(iter(state))
+    state[key] = state[key].to_sparse()
+    return dict(ckpt, state_dict=state)
+
+
+def _work_dir(run, case, path, first):
+    """``run/work`` as the case has it; returns the crafted file."""
+    work, file = osp.join(run, 'work'), osp.join(run, 'crafted.pth')
+    os.makedirs(work)
+    if case == 'record_outside':  # names another run's file, has none
+        with open(osp.join(work, 'last_checkpoint'), 'w') as f:
+            f.write(first)
+    elif case == 'symlink_outside':  # its own name, a link out
+        os.symlink(first, osp.join(work, 'epoch_1.pth'))
+        with open(osp.join(work, 'last_checkpoint'), 'w') as f:
+            f.write('epoch_1.pth')
+    elif case != 'missing_file':
+        torch.save(_crafted(case, torch.load(first, weights_only=True),
+                            osp.join(run, 'victim')), file)
+    if path == 'train auto' and osp.exists(file):  # dropped into it
+        shutil.copy(file, osp.join(work, 'epoch_1.pth'))
+        with open(osp.join(work, 'last_checkpoint'), 'w') as f:
+            f.write(osp.join(work, 'epoch_1.pth'))
+    return work, file
+
+
+def _run(root, case, path, first, config, tools):
+    """``case`` through ``path``: what it printed on stderr (a tool that
+    ended), raised (the Runner) or the epoch training started at; whether
+    a Runner was built; whether the victim folder is intact."""
+    import contextlib
+    import io
+
+    from mmengine.config import Config
+    from mmengine.hooks import Hook
+    from mmengine.runner import Runner
+
+    run = osp.join(root, f'{case}-{path.replace(" ", "-")}')
+    os.makedirs(osp.join(run, 'victim'))
+    open(osp.join(run, 'victim', 'keep.txt'), 'w').close()
+    work, file = _work_dir(run, case, path, first)
+    own = osp.join(run, f'{case}_{path.replace(" ", "_")}.py')  # own name
+    shutil.copy(config, own)
+    starts, err = [], io.StringIO()
+
+    class Start(Hook):
+        def before_train(self, runner):
+            starts.append(runner.epoch)
+
+    def build(cfg):
+        runner = Runner.from_cfg(cfg)
+        runner.register_hook(Start())
+        return runner
+
+    try:
+        with contextlib.redirect_stderr(err):
+            if path.startswith('runner'):
+                cfg = Config.fromfile(own)
+                cfg.merge_from_dict(dict(OPTIONS, work_dir=work, resume=True,
+                                         load_from=file if 'FILE' in path
+                                         else None))
+                build(cfg).train()
+            else:
+                tool = tools['test' if path == 'test' else 'train']
+                tool.build_runner = build
+                sys.argv = [tool.__file__, own, *{
+                    'test': [file], 'train FILE': ['--resume', file],
+                    'train auto': ['--resume']}[path], '--work-dir', work,
+                    '--cfg-options', *(f'{k}={v}' for k, v in
+                                       OPTIONS.items())]
+                tool.run_tool(tool.main)
+        outcome = f'trained from epoch {starts[0]}' if starts else 'ran'
+    except SystemExit:
+        outcome = _error_lines(err.getvalue())
+    except Exception as error:  # noqa: BLE001  reported, not raised
+        outcome = f'raised {type(error).__name__}: {error}'.splitlines()[0]
+    return dict(case=case, path=path, outcome=outcome, built=bool(starts) or
+                any(d[:2] == '20' for d in os.listdir(work)),
+                victim_intact=osp.exists(osp.join(run, 'victim', 'keep.txt')))
+
+
+def runs(root):
+    """Every case of :data:`RUNS` through its paths, on the tiny run of
+    ``tests/engine/tiny_run.py`` (after the tools, this process imported
+    the opt-in line, as a config's ``custom_imports`` does when it is
+    read)."""
+    from tests.engine.tiny_run import write_config, write_images
+    tools = dict(zip(('train', 'test'), _tools('train.py', 'test.py')))
+    train = tools['train']
+    import tlalign_mm.checkpoint.install  # noqa: F401  the opt-in line
+    write_images(osp.join(root, 'data'))
+    config = osp.join(root, 'tiny.py')
+    write_config(config, osp.join(root, 'data'))
+    sys.argv = [train.__file__, config, '--work-dir', osp.join(root, 'first'),
+                '--cfg-options', 'train_cfg.max_epochs=2',
+                'default_hooks.checkpoint.max_keep_ckpts=-1']
+    train.main()
+    first = osp.join(root, 'first', 'epoch_1.pth')
+    for case, paths in RUNS.items():
+        for path in paths:
+            emit(_run(root, case, path, first, config, tools))
+    emit({'done': True})
 
 
 if __name__ == '__main__':
-    main(sys.argv[1], sys.argv[2:])
+    if sys.argv[1] == '--runs':
+        runs(sys.argv[2])
+    else:
+        main(sys.argv[1], sys.argv[2:])

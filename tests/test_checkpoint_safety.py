@@ -1,11 +1,15 @@
 """``tlalign_mm.checkpoint.load`` and the paths that reach it: hostile files
-refused with one message naming them, our own checkpoints plain, foreign
-ones read without building numpy or mmengine objects.
+refused with one message naming them, or reduced to what a checkpoint
+holds; our own checkpoints plain, foreign ones read without building numpy
+or mmengine objects.
 
 The hostile files are ``tests/crafted_checkpoints.py``; they are loaded in
 a subprocess with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (a crash there
-fails the test instead of killing pytest).
+fails the test instead of killing pytest), on every loading path and, for
+the cases that need a run, through ``tools/train.py``, ``tools/test.py``
+and mmengine's own ``Runner``.
 """
+import importlib
 import json
 import os
 import os.path as osp
@@ -24,16 +28,19 @@ from mmengine.runner import load_checkpoint, save_checkpoint
 import tlalign_mm  # noqa: F401
 from tlalign_mm.checkpoint import (
     CheckpointError,
+    CheckpointSafetyHook,
+    LastCheckpointHook,
     install,
     load,
     mmengine_adapter,
     parse_config,
 )
-from tlalign_mm.checkpoint.plain import plain_checkpoint
+from tlalign_mm.checkpoint.plain import capture_rng, plain_checkpoint
 
 from . import crafted_checkpoints
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+load_module = importlib.import_module('tlalign_mm.checkpoint.load')
 install()  # what the tools do
 
 
@@ -67,27 +74,32 @@ def _runner_checkpoint():
                        param_schedulers=[scheduler.state_dict()])
 
 
-@pytest.fixture(scope='module')
-def crafted_report(tmp_path_factory):
-    """Every crafted file through every loading path, in one subprocess,
-    with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1: the JSON lines it printed."""
-    folder = str(tmp_path_factory.mktemp('crafted'))
-    names = crafted_checkpoints.write_all(folder)
+def _results(*args):
+    """``python -m tests.crafted_checkpoints ARGS`` with
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1: the records it printed."""
     proc = subprocess.run(
-        [sys.executable, '-m', 'tests.crafted_checkpoints', folder, *names],
-        cwd=ROOT, env=_env(TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD='1'),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        timeout=600)
-    lines = [json.loads(line) for line in proc.stdout.splitlines()
-             if line.startswith('{')]
+        [sys.executable, '-m', 'tests.crafted_checkpoints', *args], cwd=ROOT,
+        env=_env(TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD='1'), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, timeout=900)
+    lines = [json.loads(line[len('RESULT '):]) for line in
+             proc.stdout.splitlines() if line.startswith('RESULT ')]
     assert proc.returncode == 0 and lines and lines[-1] == {'done': True}, (
         f'loader process ended with {proc.returncode} during '
         f'{lines[-1] if lines else None}:\n{proc.stderr[-3000:]}')
-    return names, [r for r in lines if 'file' in r]
+    return lines
 
 
-#: file -> what the refusal says (None: it loads, with the numpy /
-#: HistoryBuffer objects dropped, never built)
+@pytest.fixture(scope='module')
+def crafted_report(tmp_path_factory):
+    """Every crafted file through every loading path, in one subprocess."""
+    folder = str(tmp_path_factory.mktemp('crafted'))
+    names = crafted_checkpoints.write_all(folder)
+    return names, [r for r in _results(folder, *names) if 'file' in r]
+
+
+#: file -> what the refusal says (None: it loads, without what no
+#: checkpoint holds: numpy / HistoryBuffer objects never built, config
+#: text never run)
 EXPECTED = {
     'reduce_system.pth': 'outside the weights-only allow-list (posix.system)',
     'reduce_open_in_hub.pth': 'outside the weights-only allow-list (io.open)',
@@ -103,35 +115,99 @@ EXPECTED = {
     'top_level_list.pth': 'it holds a list',
     'meta_epoch_negative.pth': "meta['epoch'] = -5 is not an integer",
     'meta_iter_absurd.pth': "meta['iter'] = 1000000000000000.0 is not",
-    'deflated_record.pth': "record 'deflated_record/data/0' is compressed",
+    'deflated_record.pth': "records ['deflated_record/data/0'] are compressed",
     'bit_flipped.pth': 'corrupt or crafted',
     'a_directory.pth': 'it is a directory',
+    'not_zip.pth': 'not the zip archive torch.save writes',
+    # issue 30
+    'config_code.pth': None,
+    'hub_tensor.pth': 'message_hub = a Tensor is not a message hub',
+    'shared_list.pth': 'it nests deeper than 32 levels',
+    'rng_position_625.pth': 'resume_state is not a generator state',
+    'rng_position_huge.pth': 'resume_state is not a generator state',
+    'sparse_tensor.pth': "state_dict['w'] is a torch.sparse_coo",
+    'quantized_tensor.pth': "state_dict['w'] is a torch.strided torch.qint8",
+    'hub_list.pth': 'message_hub = a list is not a message hub',
+    'config_unhashable.pth': None,
 }
+#: paths that return the checkpoint; paths that are tools (their output)
+LOADERS = ('mmengine', 'https', 'open-mmlab', 'pretrained',
+           'mmengine-pretrained')
+TOOLS = ('export', 'label_maps')
 
 
-@pytest.mark.parametrize('path', ['mmengine', 'https', 'open-mmlab',
-                                  'pretrained'])
+@pytest.mark.e2e
+@pytest.mark.parametrize('path', ['build_model', *LOADERS, 'mmseg-inferencer',
+                                  'mmdet-inferencer', *TOOLS])
 def test_crafted_files_on_every_path(crafted_report, path):
-    """Refused with one CheckpointError naming the file, or (numpy and
-    HistoryBuffer payloads) loaded with those objects dropped; no payload
-    ran, HistoryBuffer statistics still right, the deflated record never
-    inflated (the process grew by less than a third of it)."""
+    """Refused with one error naming the file (a tool: one ``error:`` line)
+    or loaded without what no checkpoint holds; no payload ran, the
+    HistoryBuffer statistics are still right, the deflated record never
+    inflated (the process grew by less than a third of it). Files that
+    load do not fit the tools' models (they say so after ``error:``); the
+    inferencers get no config text they could run, so they stop."""
     names, lines = crafted_report
     results = {r['file']: r for r in lines if r['path'] == path}
     assert set(results) == set(names) == set(EXPECTED)
     first_rss = lines[0]['max_rss_mb']
     for name, result in results.items():
+        outcome = result['outcome']
         assert not result['payload_ran'] and result['statistics_intact'], \
             result
+        if path in TOOLS:
+            assert outcome == 'ran' or outcome.startswith('error: '), result
         if EXPECTED[name] is None:
-            assert result['outcome'] == 'loaded', result
+            assert outcome == 'loaded' or path not in LOADERS, result
             continue
-        assert result['outcome'].startswith('refused: CheckpointError: '
-                                            'Refused checkpoint '), result
-        assert EXPECTED[name] in result['outcome'], result
-        assert name in result['outcome'], result
+        assert 'Refused checkpoint ' in outcome and name in outcome, result
+        assert EXPECTED[name] in outcome and '\n' not in outcome, result
     assert results['deflated_record.pth']['max_rss_mb'] - first_rss < \
         crafted_checkpoints.BOMB_BYTES / 3 / 2**20
+    if path in ('mmseg-inferencer', 'mmdet-inferencer'):  # no config text
+        assert results['config_code.pth']['outcome'].startswith('refused: ')
+    if path == 'export':  # its recorded config is not data: none recorded
+        assert results['config_unhashable.pth']['outcome'] == 'ran'
+
+
+@pytest.fixture(scope='module')
+def runs_report(tmp_path_factory):
+    """:data:`crafted_checkpoints.RUNS`, in one subprocess."""
+    return {(r['case'], r['path']): r for r in _results(
+        '--runs', str(tmp_path_factory.mktemp('runs'))) if 'case' in r}
+
+
+#: (case, path) -> how it ends: an ``error:`` line with this text, the
+#: epoch training started at, or what mmengine's Runner raised
+EXPECTED_RUNS = {
+    ('hub_tensor', 'train FILE'): 'error: Refused checkpoint',
+    ('hub_tensor', 'train auto'): 'error: --resume found checkpoints',
+    ('hub_tensor', 'runner FILE'): 'raised CheckpointError: Refused',
+    ('hub_list', 'train FILE'): 'error: Refused checkpoint',
+    ('best_ckpt_victim', 'train FILE'): 'trained from epoch 1',
+    ('best_ckpt_victim', 'runner FILE'): 'trained from epoch 1',
+    ('record_outside', 'train auto'): 'trained from epoch 0',
+    ('record_outside', 'runner auto'): 'trained from epoch 0',
+    ('symlink_outside', 'train auto'): 'error: --resume found checkpoints',
+    ('symlink_outside', 'runner auto'): 'raised CheckpointError: --resume',
+    ('sparse_tensor', 'test'): 'error: Refused checkpoint',
+    ('missing_file', 'train FILE'): 'error: --resume',
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('case, path', list(EXPECTED_RUNS))
+def test_crafted_runs(runs_report, case, path):
+    """Issue 30's cases that need a run, through our tools and mmengine's
+    own Runner: a message hub that is a tensor or a list is refused in one
+    line; a ``best_ckpt`` (save_best deletes it at the next best) is not
+    taken from the file; auto-resume never leaves the work dir (a record
+    naming an outside file starts afresh, a link out is not intact); a
+    sparse tensor is refused; a missing ``--resume`` file is named before
+    any Runner is built. No victim folder is touched."""
+    result = runs_report[case, path]
+    assert result['outcome'].startswith(EXPECTED_RUNS[case, path]), result
+    assert result['victim_intact'], result
+    assert result['built'] == (case != 'missing_file'), result
 
 
 def test_foreign_numpy_objects_are_dropped_never_built(tmp_path):
@@ -180,38 +256,99 @@ def test_our_checkpoints_load_with_the_stock_allow_list(tmp_path):
     assert got['meta']['seed'] == 42
 
 
-def test_meta_config_is_parsed_never_executed(tmp_path):
-    """Hole 1 at the loader: Runner.resume would execute meta['config'];
-    load() keeps only gpu_ids, which is what mmengine checks with it."""
+def test_config_text_and_paths_never_come_back(tmp_path):
+    """Issue 30, case 1 (and the last review's holes 1 and 4) at the
+    loader: config text comes back as data or not at all (``meta['cfg']``
+    the dict it assigns, ``meta['config']`` only ``gpu_ids``, which
+    ``Runner.resume`` runs it for, the hub's copy dropped); the hub's paths
+    (``best_ckpt``: save_best deletes it) and values of the wrong kind are
+    dropped, and ``resumed_keys`` with them."""
     marker = tmp_path / 'MARK'
     path = str(tmp_path / 'evil.pth')
+    code = f"__import__('os').system('touch {marker}')\n"
+    info = dict(cfg=code, best_ckpt='/victim', best_ckpt_top1='/v', iter=3,
+                last_ckpt='/etc/passwd', keep_ckpt_ids=['../../x'],
+                best_score=-1.0, eta='soon')
+    torch.save({'state_dict': {'w': torch.ones(1)}, 'meta': dict(
+        epoch=0, iter=0, cfg="model = dict(type='X', sizes=(1, 2))\n",
+        config=f'gpu_ids = [0, 1]\n{code}'), 'message_hub': dict(
+            log_scalars={}, runtime_info=info,
+            resumed_keys=dict.fromkeys(info, True))}, path)
+    got = load(path)
+    assert got['meta'] == dict(epoch=0, iter=0, config='gpu_ids = [0, 1]\n',
+                               cfg=dict(model=dict(type='X', sizes=(1, 2))))
+    assert got['message_hub'] == dict(
+        log_scalars={}, runtime_info=dict(best_score=-1.0, iter=3),
+        resumed_keys=dict(best_score=True, iter=True))
     torch.save({'state_dict': {'w': torch.ones(1)}, 'meta': {
-        'epoch': 0, 'iter': 0,
-        'config': f"gpu_ids = [0, 1]\n__import__('os').system('touch "
-                  f"{marker}')\n"}}, path)
-    assert load(path)['meta']['config'] == 'gpu_ids = [0, 1]\n'
+        'cfg': code, 'config': code}}, path)
+    assert load(path)['meta'] == {}
     assert not marker.exists()
-    torch.save({'state_dict': {'w': torch.ones(1)}, 'meta': {
-        'config': "import os\nos.system('touch x')"}}, path)
-    assert 'config' not in load(path)['meta']
 
 
-def test_parse_config_reads_literals_and_refuses_code():
+@pytest.mark.parametrize('depth', [24, 64])
+def test_the_walk_visits_each_object_once(tmp_path, monkeypatch, depth):
+    """Case 4: one list held twice, 64 levels deep, is a few hundred bytes
+    and 2**64 paths. The walk visits each list once (two calls a level:
+    one visit, one memo hit) and refuses what nests deeper than 32
+    levels."""
+    calls, walk = [], load_module._Walk.__call__
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        assert len(calls) < 10**4, 'the walk does not remember objects'
+        return walk(self, *args, **kwargs)
+
+    monkeypatch.setattr(load_module._Walk, '__call__', counted)
+    path = str(tmp_path / 'shared.pth')
+    torch.save({'meta': {'dataset_meta': crafted_checkpoints.shared_list(
+        depth)}}, path)
+    if depth > load_module.MAX_DEPTH:
+        with pytest.raises(CheckpointError, match='nests deeper than 32'):
+            load(path)
+    else:
+        kept = load(path)['meta']['dataset_meta']
+        assert kept[0] is kept[1]
+    assert len(calls) <= 2 * min(depth, load_module.MAX_DEPTH) + 8
+
+
+@pytest.mark.parametrize('state', [
+    'not a state', dict(rng=dict(torch=torch.zeros(3, dtype=torch.uint8))),
+    dict(rng=dict(capture_rng(), numpy=('MT19937', [1, 2], 0, 0, 0.0))),
+    dict(rng=dict(capture_rng(), python=(3, (1, 2), None))),
+    dict(rng=capture_rng(), sampler_seed='0'),
+    dict(rng=capture_rng(), sampler_seed=torch.tensor(0)),
+    crafted_checkpoints.rng_at(625), crafted_checkpoints.rng_at(2**31 - 1),
+], ids=lambda s: str(s)[:30])
+def test_a_crafted_resume_state_is_refused_naming_the_file(tmp_path, state):
+    """Case 6: numpy's legacy MT19937 takes any position, and the resumed
+    run's first draw read past its 624-word key; each generator's state is
+    checked as it defines it."""
+    path = str(tmp_path / 'x.pth')
+    torch.save({'state_dict': {'w': torch.ones(1)}, 'resume_state': state},
+               path)
+    with pytest.raises(CheckpointError, match=f"Refused checkpoint '{path}': "
+                       'its resume_state is not a generator state'):
+        load(path)
+    torch.save({'state_dict': {'w': torch.ones(1)}, 'resume_state':
+                crafted_checkpoints.rng_at(624)}, path)  # the key's end
+    assert load(path)['resume_state']['rng']['numpy'][2] == 624
+
+
+def test_parse_config_reads_literals_and_skips_code():
     cfg = parse_config("model = dict(type='X', depth=-2, sizes=(1, 2.5), "
-                       "cfg=dict(a=None, b=[True]), d={'k': 'v'})\n")
+                       "cfg=dict(a=None, b=[True]), d={'k': 'v'})\n"
+                       "x = __import__('os').system('ls')\nimport os\n"
+                       'y = dict(**z)\nw = {[1]: 2}\nf(1)\n')
     assert cfg == {'model': dict(type='X', depth=-2, sizes=(1, 2.5),
                                  cfg=dict(a=None, b=[True]), d={'k': 'v'})}
-    for code in ("x = __import__('os').system('ls')", 'import os',
-                 'x = dict(**y)', "x = open('f')", 'x = [a for a in b]',
-                 'f(1)'):
-        with pytest.raises(ValueError):
-            parse_config(code)
+    assert parse_config('not python (') == {}
 
 
 @pytest.mark.parametrize('case, message', [
     ('empty', 'it is empty'),
     ('random', 'not the zip archive torch.save writes'),
-    ('truncated', 'truncated or corrupt'),
+    ('truncated', 'it is truncated'),
     ('torchscript', 'TorchScript archive'),
     ('zip', 'zip archive without data.pkl'),
 ])
@@ -271,12 +408,15 @@ def test_url_and_model_zoo_names_read_the_hub_cache(tmp_path, monkeypatch):
         load('s3://bucket/net.pth')
 
 
+@pytest.mark.e2e
 def test_import_alone_changes_nothing_the_opt_in_line_installs():
     """Hole 10, the design choice the README states: ``import tlalign_mm``
     leaves torch's allow-list and mmengine's loader alone (so mmengine's
     own load_checkpoint is mmengine's, with what the environment says);
     the tools and the config line ``tlalign_mm.checkpoint.install`` route
-    mmengine through ``load``."""
+    mmengine's loads through ``load`` and its auto-resume through
+    ``find_resume_checkpoint``; ``tlalign_mm.checkpoint.install()`` is
+    still the function after the line's import."""
     code = (
         'import torch; from mmengine.runner.checkpoint import '
         'CheckpointLoader as C; load = C.load_checkpoint.__func__; '
@@ -286,19 +426,36 @@ def test_import_alone_changes_nothing_the_opt_in_line_installs():
         "print(C.load_checkpoint.__func__ is load, not [g for g in added if "
         "'numpy' in g or 'mmengine' in g or 'tlalign' in g]); "
         'import tlalign_mm.checkpoint.install; '
-        'print(C.load_checkpoint.__func__.__module__)')
+        'import mmengine.runner.runner as r; tlalign_mm.checkpoint.install();'
+        ' print(C.load_checkpoint.__func__.__module__, '
+        'r.find_latest_checkpoint.__name__)')
     out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=_env(),
                          stdout=subprocess.PIPE, text=True,
                          timeout=300).stdout.split()
-    assert out == ['True', 'True', 'tlalign_mm.checkpoint.mmengine_adapter']
+    assert out == ['True', 'True', 'tlalign_mm.checkpoint.mmengine_adapter',
+                   'find_resume_checkpoint']
 
 
-def test_adapter_refuses_another_mmengine_version(monkeypatch):
-    mmengine_adapter.check_version()  # the installed one: 0.10.7
-    with pytest.raises(RuntimeError, match=r'written for mmengine 0\.10\.7, '
-                       r'this is mmengine 0\.11\.0'):
-        mmengine_adapter.check_version('0.11.0')
+def test_another_mmengine_trains_and_resumes_as_mmengine_does(monkeypatch):
+    """Issue 29: only exact resume uses mmengine's private API. With another
+    mmengine, install() and both hooks build, and a resume is mmengine's
+    own (no generator states restored), with a warning saying so."""
+    import types
+
     import mmengine
-    monkeypatch.setattr(mmengine, '__version__', '0.10.8')
-    with pytest.raises(RuntimeError, match='this is mmengine 0.10.8'):
+    logged = []
+    monkeypatch.setattr(mmengine_adapter, 'print_log',
+                        lambda message, **kwargs: logged.append(message))
+    ckpt = dict(meta=dict(epoch=1, iter=3),
+                resume_state=dict(rng=capture_rng(), sampler_seed=0))
+    runner = types.SimpleNamespace(_resume=True, _load_from='x.pth',
+                                   _randomness_cfg={})
+    for version, exact in (('0.11.0', False), (mmengine.__version__, True)):
+        monkeypatch.setattr(mmengine, '__version__', version)
         install()
+        hook, _ = LastCheckpointHook(), CheckpointSafetyHook()
+        hook.after_load_checkpoint(runner, ckpt)
+        assert (hook._pending is not None) == exact
+    assert logged == ['Exact resume is off (mmengine 0.11.0, not 0.10.7): '
+                      "the resume is mmengine's own; the sampler position "
+                      'and random draws are not restored.']

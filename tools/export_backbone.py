@@ -11,9 +11,10 @@ which loads with ``torch.load(OUT, weights_only=True)`` anywhere (no
 allow-list needed). The key layout is mmpretrain's for every target: this
 package's mmseg and mmdet configs build mmpretrain's backbones through the
 cross-scope registry, so nothing is converted. ``--check CONFIG`` then
-builds CONFIG's backbone and loads OUT into it with the strict loader, the
-way fine-tuning will: any missing, unexpected or mis-shaped key fails here
-rather than hours into a run.
+builds CONFIG's backbone and loads the export into it with the strict
+loader, the way fine-tuning will, before OUT is written: any missing,
+unexpected or mis-shaped key fails here rather than hours into a run, and
+leaves no OUT behind.
 
 Export is optional: the downstream configs read the Runner checkpoint
 directly (same ``backbone.`` prefix). It gives a small file that needs
@@ -34,7 +35,6 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 from tlalign_mm.checkpoint import install, run_tool  # noqa: E402
 from tlalign_mm.downstream.export import (  # noqa: E402
     TARGETS,
-    check_export,
     export_backbone,
     export_timm,
 )
@@ -82,15 +82,16 @@ def main(argv=None):
               f"timm.create_model({info['model_name']!r}, pretrained=False"
               f'{kwargs}) loads it with strict=True')
         return
-    meta = export_backbone(args.checkpoint, args.out, args.to, args.prefix)
+    meta = export_backbone(args.checkpoint, args.out, args.to, args.prefix,
+                           args.check)
     print(f"exported {meta['num_tensors']} tensors "
           f"({meta['num_params']:,} parameters) under {args.prefix!r} to "
           f"{args.out} for {args.to} (mmpretrain key layout)")
     if meta['backbone'] is not None:
         print(f"pretraining backbone: {meta['backbone']}")
     if args.check:
-        name = check_export(args.out, args.check)
-        print(f'check: {name} of {args.check} loads {args.out} strictly')
+        print(f'check: the backbone of {args.check} loads {args.out} '
+              'strictly (else nothing would have been written)')
 
 
 if __name__ == '__main__':

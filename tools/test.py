@@ -61,7 +61,8 @@ def parse_args():
                         help='visualize every N samples')
     parser.add_argument('--wait-time', type=float, default=2,
                         help='seconds each window is shown')
-    parser.add_argument('--no-pin-memory', action='store_true')
+    parser.add_argument('--no-pin-memory', action='store_true',
+                        help='do not pin host memory for the dataloader')
     parser.add_argument('--tta', action='store_true', help='test-time '
                         "augmentation: the config's tta_model/tta_pipeline, "
                         'else flips (mmpretrain, mmdet)')

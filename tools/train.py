@@ -59,17 +59,28 @@ def parse_args():
                         help='do not evaluate checkpoints during training')
     parser.add_argument('--auto-scale-lr', action='store_true',
                         help='scale the learning rate by the batch size')
-    parser.add_argument('--no-pin-memory', action='store_true')
-    parser.add_argument('--no-persistent-workers', action='store_true')
+    parser.add_argument('--no-pin-memory', action='store_true',
+                        help='do not pin host memory for the dataloaders')
+    parser.add_argument('--no-persistent-workers', action='store_true',
+                        help='end the dataloader workers after every epoch '
+                        '(default: kept alive when num_workers > 0)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config settings, key=value (lists: '
                         'key="[a,b]" or key=a,b; no white space)')
     parser.add_argument('--launcher', default='none',
-                        choices=['none', 'pytorch', 'slurm', 'mpi'])
+                        choices=['none', 'pytorch', 'slurm', 'mpi'],
+                        help='job launcher (dist_train.sh: pytorch)')
     # torch.distributed.launch passes --local-rank (torch >= 2.0)
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0,
+                        help='set by torch.distributed launchers')
     args = parser.parse_args()
     os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    if args.resume not in (None, 'auto') and '://' not in args.resume and \
+            not osp.isfile(args.resume):
+        # now, not after the Runner is built
+        raise FileNotFoundError(
+            f'--resume {args.resume}: no such checkpoint file (--resume '
+            'without a path picks the newest intact one of the work dir)')
     return args
 
 
@@ -108,6 +119,9 @@ def merge_args(cfg, args):
                 'the learning rate was tuned for), but the config has none.')
         cfg.auto_scale_lr.enable = True
 
+    if args.cfg_options is not None:
+        cfg.merge_from_dict(args.cfg_options)
+
     for field in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         if cfg.get(field, None) is None:
             continue
@@ -118,17 +132,14 @@ def merge_args(cfg, args):
         if cfg.get('default_scope', None) == 'mmpretrain':
             loader.collate_fn = dict(type='default_collate')
         loader.update(cfg[field])
-        # DataLoader rejects persistent workers when there are no workers
-        if loader.get('num_workers', 0) > 0:
-            loader.setdefault('persistent_workers', True)
+        # persistent unless switched off; DataLoader rejects persistent
+        # workers when there are none (num_workers=0 from --cfg-options)
+        loader.persistent_workers = loader.get('num_workers', 0) > 0 and \
+            loader.get('persistent_workers', True) and \
+            not args.no_persistent_workers
         if args.no_pin_memory:
             loader.pin_memory = False
-        if args.no_persistent_workers:
-            loader.persistent_workers = False
         cfg[field] = loader
-
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
 
     # strict load_from / --resume (strict_load=False to opt out), atomic
     # checkpoint writes, auto-resume from the newest intact checkpoint

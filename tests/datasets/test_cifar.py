@@ -1,6 +1,7 @@
 """LocalCIFAR10/100: labels that are not class indices fail the build."""
 import os.path as osp
 import pickle
+import tracemalloc
 
 import pytest
 
@@ -35,3 +36,29 @@ def test_labels_out_of_range_or_not_integers_fail_the_build(
         pickle.dump(entry, f, protocol=2)
     dataset = cls(data_root=root, split='test', verify_md5=False)
     assert dataset.get_gt_labels()[0] == 1
+
+
+@pytest.mark.parametrize('data', [
+    b'\x80\x02Nr\xff\xff\xff\x7f.',  # memo index 2**31 - 1, in 9 bytes
+    b'\x80\x02Nr\x00\x00\x00\x01.',  # memo index 2**24
+    b'\x80\x02}}X\x01\x00\x00\x00aK\x01sb.',  # BUILD {'a': 1} on a dict
+], ids=['memo-index-2**31', 'memo-index-2**24', 'build-on-dict'])
+def test_a_crafted_batch_file_is_refused_naming_it(tmp_path, data):
+    """Issue 30, case 8: nine bytes made the C unpickler allocate a memo
+    array for index 2**31 - 1 (8 bytes an entry: MemoryError, or the
+    memory), and a BUILD on a dict raised an AttributeError that did not
+    name the file. The memo is a dict now: reading a file that names index
+    2**24 takes far less than the 256 MB such an array would."""
+    root = write_cifar(str(tmp_path), 'cifar10')
+    path = osp.join(root, 'cifar-10-batches-py', 'test_batch')
+    with open(path, 'wb') as f:
+        f.write(data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(pickle.UnpicklingError, match=f'{path} is not a '
+                           'CIFAR "python version" file'):
+            LocalCIFAR10(data_root=root, split='test', verify_md5=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**25

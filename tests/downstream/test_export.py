@@ -1,6 +1,8 @@
 """tools/export_backbone.py: a tensors-only backbone file that loads with
 ``torch.load(weights_only=True)`` without tlalign_mm, and a check that a
 downstream config's backbone loads it strictly."""
+import os
+import re
 import subprocess
 import sys
 
@@ -8,6 +10,7 @@ import pytest
 import torch
 
 import tlalign_mm.downstream  # noqa: F401
+from tests.tool_scripts import load_tool
 from tlalign_mm.checkpoint import CheckpointMismatchError, load
 from tlalign_mm.downstream.export import check_export, export_backbone
 
@@ -103,16 +106,21 @@ def test_export_wrong_prefix_or_target(tmp_path, runner_checkpoint):
         export_backbone(raw, str(tmp_path / 'x.pth'), to='timm')
 
 
-def test_check_against_a_real_config(tmp_path, runner_checkpoint):
+def test_a_failed_check_leaves_no_file(tmp_path, runner_checkpoint):
     """The tiny export does not fit the real DeiT-S transfer config: the
-    check says so before any training starts."""
+    check says so before any training starts, naming OUT, and (issue 33)
+    leaves no OUT behind: the export is checked (as OUT.<pid>.partial)
+    before it becomes OUT."""
     raw, _ = runner_checkpoint
     out = str(tmp_path / 'backbone.pth')
-    export_backbone(raw, out)
     real = config_path('transfer',
                        'deit-small_tlalign-in1k-pre_8xb96-1000e_cifar10.py')
-    with pytest.raises(CheckpointMismatchError, match='shape differs'):
-        check_export(out, real)
+    main = load_tool('export_backbone.py').main
+    with pytest.raises(CheckpointMismatchError,
+                       match=f"(?s)'{re.escape(out)}.[0-9]+.partial'.* "
+                       'shape differs'):
+        main([raw, out, '--check', real])
+    assert os.listdir(tmp_path) == []
 
 
 def test_check_needs_the_strict_loader(tmp_path, runner_checkpoint):

@@ -10,7 +10,6 @@ import torch
 
 from tests.crafted_checkpoints import _Reduce
 from tests.tool_scripts import ROOT, load_tool
-from tlalign_mm.checkpoint import CheckpointMismatchError
 
 
 @pytest.mark.parametrize('how', ['same', 'relative', 'symlink', 'hardlink'])
@@ -42,9 +41,9 @@ def test_refuses_to_overwrite_the_checkpoint(tmp_path, monkeypatch, capsys,
 @pytest.mark.parametrize('fmt', ['mmpretrain', 'timm'])
 def test_the_recorded_config_is_never_executed(tmp_path, fmt):
     """Hole 2: ``meta['cfg']`` was run by ``Config.fromstring`` (the
-    pretraining backbone record, and ``--format timm``'s model name). It is
-    parsed now: the mmpretrain export skips a config that is not plain
-    data; the timm export refuses it and asks for --config."""
+    pretraining backbone record, and ``--format timm``'s model name). The
+    loader parses it into data: its plain assignments are read, the rest
+    is skipped, never run."""
     marker = tmp_path / 'MARK'
     ckpt = tmp_path / 'epoch_300.pth'
     torch.save({'state_dict': {'backbone.timm_model.w': torch.ones(2)},
@@ -55,15 +54,16 @@ def test_the_recorded_config_is_never_executed(tmp_path, fmt):
     main = load_tool('export_backbone.py').main
     out = str(tmp_path / 'out.pth')
     if fmt == 'timm':
-        with pytest.raises(CheckpointMismatchError,
-                           match='not a plain config.*--config'):
-            main([str(ckpt), out, '--format', 'timm'])
+        with pytest.raises(RuntimeError, match="Unknown model"):
+            main([str(ckpt), out, '--format', 'timm'])  # model_name='x'
     else:
         main([str(ckpt), out])
-        assert torch.load(out, weights_only=True)['meta']['backbone'] is None
+        assert torch.load(out, weights_only=True)['meta']['backbone'][
+            'type'] == 'PooledTIMMBackbone'
     assert not marker.exists()
 
 
+@pytest.mark.e2e
 def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(tmp_path):
     """Hole 8: a refusal printed after a full traceback."""
     evil = tmp_path / 'evil.pth'

@@ -32,18 +32,29 @@ def test_last_checkpoint_is_resolved_inside(tmp_path):
     assert find_resume_checkpoint(str(work)) == str(work / 'last.pth')
 
 
-@pytest.mark.parametrize('record', ['../other/last.pth', 'link/last.pth'])
-def test_a_relative_record_cannot_leave_the_work_dir(tmp_path, record):
-    """Hole 5: ``last_checkpoint`` naming ``../other/last.pth`` (or a path
-    through a symlink out of the work dir) made auto-resume jump to another
-    run's checkpoint; it now resumes from this work dir's own file."""
+@pytest.mark.parametrize('record', ['../other/last.pth', 'link/last.pth',
+                                    'last.pth'])
+def test_resume_never_leaves_the_work_dir(tmp_path, record):
+    """``last_checkpoint`` naming ``../other/last.pth``, a path through a
+    symlinked folder, or (issue 30, case 8) a name that is itself a
+    symlink out of the work dir: auto-resume takes the work dir's own
+    file; with none (case 5) it starts afresh rather than resume from the
+    recorded path, and a link out is not a checkpoint of the work dir."""
     work, other = tmp_path / 'work', tmp_path / 'other'
     work.mkdir()
     other.mkdir()
     (work / 'link').symlink_to(other)
     _ckpt(other / 'last.pth', 69)
-    own = _ckpt(work / 'last.pth', 50)
     (work / 'last_checkpoint').write_text(record)
+    if record == 'last.pth':
+        (work / 'last.pth').symlink_to(other / 'last.pth')
+        with pytest.raises(CheckpointError, match='last.pth: it links to '
+                           f'{os.path.realpath(other)}/last.pth, outside'):
+            find_resume_checkpoint(str(work))
+        os.remove(work / 'last.pth')
+    else:
+        assert find_resume_checkpoint(str(work)) is None  # nothing here
+    own = _ckpt(work / 'last.pth', 50)
     assert find_resume_checkpoint(str(work)) == own
     os.remove(own)  # no file of that name here: the newest of the work dir
     epoch = _ckpt(work / 'epoch_1.pth', 10, 1)

@@ -1,6 +1,7 @@
 """CheckpointSafetyHook: a checkpoint that does not fit fails, naming the
-keys; a bare state dict cannot be resumed; paths and generator states from
-a resumed checkpoint are checked before mmengine uses them."""
+keys; a bare state dict cannot be resumed; the tools add the hooks once,
+whatever a config names them. (What a resumed checkpoint may hold is the
+loader's schema: ``tests/test_checkpoint_safety.py``.)"""
 import os
 import os.path as osp
 import subprocess
@@ -12,11 +13,9 @@ import pytest
 import torch
 import torch.nn as nn
 from mmengine.config import Config
-from mmengine.hooks import CheckpointHook
 from mmengine.registry import HOOKS
 
 from tlalign_mm.checkpoint import (
-    CheckpointError,
     CheckpointMismatchError,
     CheckpointSafetyHook,
     LastCheckpointHook,
@@ -24,7 +23,6 @@ from tlalign_mm.checkpoint import (
     load_strictly,
     state_dict_of,
 )
-from tlalign_mm.checkpoint.plain import capture_rng
 
 from .tiny_run import write_config, write_images
 
@@ -148,8 +146,8 @@ def test_bare_state_dict_cannot_be_resumed(tmp_path):
             _runner(Net(), tmp_path, load_from='weights.pth'),
             Net().state_dict())
     text = str(error.value)
-    assert "'weights.pth' cannot be resumed: it has no meta, state_dict, " \
-        'message_hub' in text
+    assert "'weights.pth' cannot be resumed: it has no state_dict, " \
+        "message_hub, meta['epoch'], meta['iter']" in text
     assert '--cfg-options load_from=weights.pth (without --resume)' in text
     model = Net()
     hook.after_load_checkpoint(_runner(model, tmp_path), _resumable(model))
@@ -158,68 +156,31 @@ def test_bare_state_dict_cannot_be_resumed(tmp_path):
             _resumable(model), meta={}))
 
 
-def test_paths_outside_the_run_are_dropped_from_the_resumed_hub(tmp_path):
-    """Hole 4: mmengine's CheckpointHook (save_best) deletes the file or
-    directory ``runtime_info['best_ckpt']`` names once a better checkpoint
-    is saved; a resumed checkpoint can no longer point it anywhere but at
-    a checkpoint file of this run."""
-    work = tmp_path / 'work'
-    work.mkdir()
-    victim = tmp_path / 'victim'
-    victim.mkdir()
-    own = work / 'best_accuracy_epoch_1.pth'
-    own.write_bytes(b'x')
-    model = Net()
-    ckpt = _resumable(model)
-    ckpt['message_hub']['runtime_info'] = dict(
-        best_ckpt=str(victim), best_ckpt_top1=str(work / '..' / 'victim'),
-        best_ckpt_top5=str(own), last_ckpt='/etc/passwd',
-        keep_ckpt_ids=['../../x'], best_score=-1.0)
-    hook = CheckpointSafetyHook()
-    hook.after_load_checkpoint(_runner(model, work), ckpt)
-    assert ckpt['message_hub']['runtime_info'] == dict(
-        best_ckpt_top5=str(own), best_score=-1.0)
-    # a CheckpointHook's own out_dir counts as the run's
-    out = tmp_path / 'out'
-    out.mkdir()
-    (out / 'best.pth').write_bytes(b'x')
-    ckpt['message_hub']['runtime_info'] = dict(best_ckpt=str(out /
-                                                               'best.pth'))
-    hook.after_load_checkpoint(_runner(model, work, hooks=[
-        CheckpointHook(out_dir=str(out))]), ckpt)
-    assert 'best_ckpt' in ckpt['message_hub']['runtime_info']
-
-
-@pytest.mark.parametrize('state', [
-    'not a state', dict(rng=dict(torch=torch.zeros(3, dtype=torch.uint8))),
-    dict(rng=dict(capture_rng(), numpy=('MT19937', [1, 2], 0, 0, 0.0))),
-    dict(rng=dict(capture_rng(), python=(3, (1, 2), None))),
-    dict(rng=capture_rng(), sampler_seed='0'),
-    dict(rng=capture_rng(), sampler_seed=torch.tensor(0)),
+@pytest.mark.parametrize('listed, added', [
+    ([dict(type='EMAHook')], ['CheckpointSafetyHook', 'LastCheckpointHook']),
+    # case 7 of issue 30: the same classes under other names and scopes
+    ([dict(type='tlalign_mm.LastCheckpointHook', interval=3)],
+     ['CheckpointSafetyHook']),
+    ([dict(type='tlalign_mm.CheckpointSafetyHook', strict=False),
+      dict(type=LastCheckpointHook)], []),
 ])
-def test_a_crafted_resume_state_is_refused_naming_the_file(tmp_path, state):
-    """Hole 7: a crafted ``resume_state`` gave raw numpy/torch errors."""
-    model = Net()
-    ckpt = _resumable(model, resume_state=state)
-    hook = LastCheckpointHook()
-    if not isinstance(state, dict):
-        hook.after_load_checkpoint(_runner(model, tmp_path), ckpt)  # warns
-        return
-    with pytest.raises(CheckpointError, match="Refused checkpoint 'x.pth': "
-                       'its resume_state is not a generator state'):
-        hook.after_load_checkpoint(_runner(model, tmp_path), ckpt)
-    hook.after_load_checkpoint(_runner(model, tmp_path), _resumable(
-        model, resume_state=dict(rng=capture_rng())))
-
-
-def test_tools_add_the_hooks_once_with_the_switch():
-    cfg = Config(dict(custom_hooks=[dict(type='EMAHook')],
+def test_tools_add_each_hook_once_with_the_switch(listed, added):
+    """A hook class the config lists already (by any name, scope, or as a
+    class) is not added again: its settings, an opt-out included, stay."""
+    cfg = Config(dict(default_scope='mmpretrain', custom_hooks=list(listed),
                       last_checkpoint_hook=dict(interval=7)))
     add_checkpoint_hooks(cfg, training=True)
     add_checkpoint_hooks(cfg, training=True)
-    types_ = [h['type'] for h in cfg.custom_hooks]
-    assert types_ == ['EMAHook', 'CheckpointSafetyHook', 'LastCheckpointHook']
-    assert cfg.custom_hooks[2]['interval'] == 7
+    assert cfg.custom_hooks[:len(listed)] == listed
+    assert [h['type'] for h in cfg.custom_hooks[len(listed):]] == added
+    built = [HOOKS.build(dict(h)) for h in cfg.custom_hooks
+             if 'EMA' not in str(h['type'])]
+    assert len({type(h) for h in built}) == len(built) == 2
+    assert next(h for h in built if isinstance(
+        h, CheckpointSafetyHook)).strict is (len(listed) < 2)
+
+
+def test_strict_load_is_type_checked_and_test_adds_no_last_hook():
     cfg = Config(dict(strict_load=False, last_checkpoint_hook=dict()))
     add_checkpoint_hooks(cfg, training=False)
     (hook, ) = cfg.custom_hooks

@@ -15,7 +15,9 @@ import torch.nn as nn
 from mmengine.config import Config
 from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
-from mmengine.runner import Runner, load_checkpoint
+from mmengine.runner import Runner
+
+from tlalign_mm.checkpoint import load, load_strictly, state_dict_of
 
 NO_CHECKPOINT = ('', 'none', 'None', 'random')
 
@@ -49,8 +51,9 @@ def build_model(cfg: Config, checkpoint: Optional[str] = None,
         model = MODELS.build(model_cfg)
         if random_init:
             model.init_weights()
-    if not random_init:
-        load_checkpoint(model, checkpoint, map_location='cpu', strict=True)
+    if not random_init:  # tlalign_mm's loader, whether install() ran or not
+        load_strictly(model, state_dict_of(load(checkpoint), checkpoint),
+                      repr(checkpoint))
     return model.to(device).eval()
 
 

@@ -1,7 +1,10 @@
 """Checkpoints: loading, saving, strict checks and exact resume.
 
-* :func:`load`: any scheme, weights only, whatever the environment says;
-* :func:`install`: every mmengine load goes through :func:`load` (the
+* :func:`load`: any scheme, weights only, whatever the environment says,
+  checked against the schema of the checkpoints mmengine and our runs
+  write;
+* :func:`install`: every mmengine load goes through :func:`load`, and
+  auto-resume stays inside the work dir (the
   tools call it; a config opts in with
   ``custom_imports=dict(imports=['tlalign_mm',
   'tlalign_mm.checkpoint.install'])``);
@@ -23,11 +26,12 @@ from .hooks import (
 from .load import CheckpointError, load, parse_config
 from .mmengine_adapter import install
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
-from .tool import run_tool
+from .tool import one_line_errors, run_tool
 
 __all__ = [
     'AtomicLocalBackend', 'CheckpointError', 'CheckpointMismatchError',
     'CheckpointSafetyHook', 'LastCheckpointHook', 'add_checkpoint_hooks',
     'atomic_write', 'find_resume_checkpoint', 'install', 'load',
-    'load_strictly', 'parse_config', 'run_tool', 'state_dict_of'
+    'load_strictly', 'one_line_errors', 'parse_config', 'run_tool',
+    'state_dict_of'
 ]

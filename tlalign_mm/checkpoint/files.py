@@ -13,6 +13,7 @@ import glob
 import os
 import os.path as osp
 import uuid
+from pathlib import Path
 
 from mmengine.fileio import LocalBackend, register_backend
 from mmengine.logging import print_log
@@ -68,33 +69,32 @@ def remove_partial_files(work_dir: str) -> list:
     return paths
 
 
-def _progress(path: str):
+def _progress(path: str, work_dir: str):
     """``(meta iter, meta epoch)`` of ``path`` (tensors mapped, not read),
     or why it cannot be resumed (a string)."""
     if not osp.isfile(path):
         return 'it does not exist'
+    if not inside(path, work_dir):  # a symlink
+        return f'it links to {osp.realpath(path)}, outside the work dir'
     try:
-        meta = load(path, mmap=True).get('meta')
+        meta = load(path, mmap=True).get('meta', {})
     except (CheckpointError, OSError) as error:
         return str(error)
-    if isinstance(meta, dict) and 'epoch' in meta and 'iter' in meta:
+    if {'epoch', 'iter'} <= set(meta):
         return meta['iter'], meta['epoch']
     return 'no meta iter/epoch (not a Runner checkpoint)'
 
 
 def _recorded(work_dir: str):
-    """The checkpoint ``last_checkpoint`` names, if it is in ``work_dir``;
-    a path outside (a copied work dir, or a crafted record) is replaced by
-    the work dir's file of the same name."""
+    """The checkpoint ``last_checkpoint`` names, if the name is in
+    ``work_dir``; a path outside (a copied work dir, or a crafted record) is
+    replaced by the work dir's file of the same name."""
     record = osp.join(work_dir, 'last_checkpoint')
-    if not osp.isfile(record):
-        return None
-    with open(record) as f:
-        recorded = f.read().strip()
+    recorded = Path(record).read_text().strip() if osp.isfile(record) else ''
     if not recorded:
         return None
-    path = osp.join(work_dir, recorded)  # an absolute path stays itself
-    if inside(path, work_dir):
+    path = osp.abspath(osp.join(work_dir, recorded))  # absolute: itself
+    if path.startswith(osp.abspath(work_dir) + os.sep):
         return path
     local = osp.join(work_dir, osp.basename(recorded))
     print_log(f'{record} names {recorded}, outside this work dir; resuming '
@@ -106,7 +106,8 @@ def _recorded(work_dir: str):
 def find_resume_checkpoint(work_dir: str):
     """The checkpoint auto-resume uses: ``last_checkpoint``'s (inside
     ``work_dir``) if intact, else the intact one of ``work_dir`` that got
-    furthest; ``None`` to start afresh.
+    furthest; ``None`` to start afresh (never a file outside ``work_dir``:
+    one a symlink resolves to is not intact).
 
     Raises:
         CheckpointError: checkpoints are there but none is intact.
@@ -115,14 +116,14 @@ def find_resume_checkpoint(work_dir: str):
         return None
     recorded = _recorded(work_dir)
     if recorded is not None:
-        problem = _progress(recorded)
+        problem = _progress(recorded, work_dir)
         if not isinstance(problem, str):
             return recorded
         print_log(f'{recorded} (named by last_checkpoint) cannot be resumed:'
                   f' {problem}; looking for the newest intact checkpoint',
                   logger='current', level=30)
     # glob's '*' skips hidden names: temporary files of interrupted saves
-    found = {p: _progress(p) for p in sorted(
+    found = {p: _progress(p, work_dir) for p in sorted(
         glob.glob(osp.join(glob.escape(work_dir), '*.pth'))) if osp.isfile(p)}
     intact = [p for p, progress in found.items()
               if not isinstance(progress, str)]
@@ -137,4 +138,6 @@ def find_resume_checkpoint(work_dir: str):
             f'--resume found checkpoints in {work_dir} but none is intact:\n'
             f'{broken}\nResume from a copy you trust with --resume PATH, or '
             'move these files away to start afresh.')
+    print_log(f'{work_dir} has no checkpoint to resume: starting afresh',
+              logger='current', level=30)
     return None

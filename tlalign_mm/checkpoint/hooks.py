@@ -16,14 +16,14 @@ from mmengine.dist import get_rank, is_main_process
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
+from mmengine.registry import HOOKS as MMENGINE_HOOKS
 from mmengine.runner.loops import EpochBasedTrainLoop, IterBasedTrainLoop
 
 from tlalign_mm.registry import HOOKS, SCOPE
 
 from . import mmengine_adapter as adapter
-from .files import find_resume_checkpoint, inside, remove_partial_files
-from .load import CheckpointError
-from .plain import capture_rng, check_rng, plain_checkpoint, restore_rng
+from .files import remove_partial_files
+from .plain import capture_rng, plain_checkpoint, restore_rng
 from .sampler import SkipSampler, set_sampler_seed, train_sampler
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
 
@@ -38,20 +38,17 @@ def _log(message: str, level: int = 30) -> None:
 
 @HOOKS.register_module()
 class CheckpointSafetyHook(Hook):
-    """What every run through ``tools/train.py`` / ``tools/test.py`` gets.
+    """What every run through ``tools/train.py`` / ``tools/test.py`` gets on
+    top of :func:`~.mmengine_adapter.install` (every load checked by
+    :func:`~.load.load`, auto-resume inside the work dir).
 
     * ``before_run``: local ``CheckpointHook``s write atomically (backend
-      ``atomic_local``); temporary files of interrupted saves are removed;
-      auto-resume (``--resume`` without a path) picks
-      :func:`~.files.find_resume_checkpoint`'s file.
+      ``atomic_local``); temporary files of interrupted saves are removed.
     * ``before_save_checkpoint``: the message hub, meta and scheduler
       states become tensors and plain Python (:mod:`.plain`).
     * ``after_load_checkpoint`` (``load_from``, ``--resume``,
       ``tools/test.py``): a resumed file must be a Runner checkpoint; with
-      ``strict``, every key must fit (:func:`~.strict.load_strictly`);
-      checkpoint paths in the resumed message hub (``best_ckpt``,
-      ``last_ckpt``) that are not files inside the run's checkpoint
-      folders are dropped (``CheckpointHook`` would delete them).
+      ``strict``, every key must fit (:func:`~.strict.load_strictly`).
 
     Args:
         strict (bool): check the keys (``--cfg-options strict_load=False``
@@ -61,7 +58,6 @@ class CheckpointSafetyHook(Hook):
     priority = 'VERY_HIGH'
 
     def __init__(self, strict: bool = True):
-        adapter.check_version()
         self.strict = strict
 
     def before_run(self, runner) -> None:
@@ -75,74 +71,57 @@ class CheckpointSafetyHook(Hook):
             if removed:
                 _log(f'Removed {len(removed)} partial file(s) of interrupted '
                      f'saves: {removed}', 20)
-        if adapter.resuming(runner) and adapter.loads_from(runner) is None:
-            path = find_resume_checkpoint(runner.work_dir)
-            if path is not None:
-                adapter.set_auto_resume_file(runner, path)
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         plain_checkpoint(checkpoint)
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        source = str(adapter.loads_from(runner))
-        if adapter.resuming(runner):
-            lacks = [k for k in ('meta', 'state_dict', 'message_hub')
-                     if k not in checkpoint]
-            if 'meta' in checkpoint and not {'epoch', 'iter'} <= set(
-                    checkpoint['meta']):
-                lacks.append("meta['epoch'] / meta['iter']")
-            if lacks:
-                raise CheckpointMismatchError(
-                    f'{source!r} cannot be resumed: it has no '
-                    f'{", ".join(lacks)} (weights only). To start a new run '
-                    'from its weights: tools/train.py CONFIG --cfg-options '
-                    f'load_from={source} (without --resume).')
-            self._drop_outside_paths(runner, checkpoint['message_hub'])
+        # auto-resume: the file find_resume_checkpoint picked (logged)
+        source = adapter.loads_from(runner) or 'the auto-resumed checkpoint'
+        lacks = [k for k in ('state_dict', 'message_hub') if k not in
+                 checkpoint] + [f"meta['{k}']" for k in ('epoch', 'iter')
+                                if k not in checkpoint.get('meta', {})]
+        if adapter.resuming(runner) and lacks:
+            raise CheckpointMismatchError(
+                f'{source!r} cannot be resumed: it has no {", ".join(lacks)}'
+                ' (weights only). To start a new run from its weights: '
+                f'tools/train.py CONFIG --cfg-options load_from={source} '
+                '(without --resume).')
         if self.strict:
             model = runner.model.module if is_model_wrapper(
                 runner.model) else runner.model
             load_strictly(model, state_dict_of(checkpoint, source),
                           repr(source), hint=STRICT_HINT)
 
-    @staticmethod
-    def _drop_outside_paths(runner, hub) -> None:
-        info = hub.get('runtime_info') if isinstance(hub, dict) else None
-        info = info if isinstance(info, dict) else {}
-        folders = [runner.work_dir] + [
-            h.out_dir for h in runner.hooks
-            if isinstance(h, CheckpointHook) and isinstance(h.out_dir, str)]
-        for key in [k for k in info if str(k).startswith('best_ckpt')
-                    or k == 'last_ckpt']:
-            path = info[key]
-            if not (isinstance(path, str) and osp.isfile(path) and any(
-                    inside(path, f) for f in folders)):
-                _log(f'The resumed {key} = {path!r} is not a checkpoint of '
-                     'this run (save_best would delete it): dropped')
-                del info[key]
-        ids = info.get('keep_ckpt_ids', [])
-        if not (isinstance(ids, list)
-                and all(type(i) is int and i >= 0 for i in ids)):
-            _log(f'The resumed keep_ckpt_ids {ids!r} are not iteration '
-                 'numbers: dropped')
-            del info['keep_ckpt_ids']
+
+def _hook_class(hook, scope):
+    """The class a ``custom_hooks`` entry builds (None: unknown)."""
+    kind = hook.get('type') if isinstance(hook, dict) else None
+    if not isinstance(kind, str):
+        return kind
+    with MMENGINE_HOOKS.switch_scope_and_registry(hook.get(
+            '_scope_', scope)) as registry:
+        return registry.get(kind)
 
 
 def add_checkpoint_hooks(cfg, training: bool):
     """Append :class:`CheckpointSafetyHook` (``strict`` from the config's
     ``strict_load``) and, for training with a ``last_checkpoint_hook``
     setting (``configs/_base_/resumable_runtime.py``), a
-    :class:`LastCheckpointHook`, unless the config lists them already."""
+    :class:`LastCheckpointHook`, unless ``custom_hooks`` has one of that
+    class already (under any name or scope: its settings are kept)."""
     strict = cfg.get('strict_load', True)
     if not isinstance(strict, bool):
         raise TypeError(f'strict_load must be True or False, got {strict!r}')
     hooks = list(cfg.get('custom_hooks', None) or [])
-    present = {h.get('type') for h in hooks if isinstance(h, dict)}
-    wanted = [dict(type='CheckpointSafetyHook', _scope_=SCOPE, strict=strict)]
-    last = cfg.get('last_checkpoint_hook', None)
-    if training and last is not None:
-        wanted.append(dict(type='LastCheckpointHook', _scope_=SCOPE, **last))
-    cfg.custom_hooks = hooks + [h for h in wanted
-                                if h['type'] not in present]
+    present = [_hook_class(h, cfg.get('default_scope', None)) for h in hooks]
+    last = cfg.get('last_checkpoint_hook', None) if training else None
+    wanted = [(CheckpointSafetyHook, dict(strict=strict))] + (
+        [(LastCheckpointHook, last)] if last is not None else [])
+    cfg.custom_hooks = hooks + [
+        dict(type=kind.__name__, _scope_=SCOPE, **args)
+        for kind, args in wanted if not any(
+            isinstance(c, type) and issubclass(c, kind) for c in present)]
     return cfg
 
 
@@ -185,19 +164,15 @@ class LastCheckpointHook(CheckpointHook):
                 and osp.basename(filename) == filename):
             raise ValueError('filename must be a file name ending in .pth '
                              f'(saved in the work dir), got {filename!r}')
-        adapter.check_version()
         super().__init__(interval=interval, by_epoch=False, save_last=False,
                          filename_tmpl=filename,
                          backend_args=dict(backend='atomic_local'))
         self._pending = self._val_rng = None
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
-        seed = getattr(train_sampler(runner.train_dataloader),
-                       'seed', None)
-        if type(seed) is not int:
-            seed = None
-        checkpoint['resume_state'] = dict(rng=capture_rng(),
-                                          sampler_seed=seed)
+        seed = getattr(train_sampler(runner.train_dataloader), 'seed', None)
+        checkpoint['resume_state'] = dict(rng=capture_rng(), sampler_seed=(
+            seed if type(seed) is int else None))
 
     def before_val_epoch(self, runner) -> None:
         self._val_rng = capture_rng()
@@ -208,20 +183,11 @@ class LastCheckpointHook(CheckpointHook):
             self._val_rng = None
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        if not adapter.resuming(runner):
+        if not (adapter.resuming(runner) and
+                adapter.exact_resume_supported()):
             return
-        state = checkpoint.get('resume_state')
-        rng = state.get('rng') if isinstance(state, dict) else None
-        seed = state.get('sampler_seed') if isinstance(state, dict) else None
-        try:
-            if rng is not None:
-                check_rng(rng)
-            if seed is not None and type(seed) is not int:
-                raise TypeError(f'sampler_seed {type(seed).__name__}')
-        except Exception as error:  # noqa: BLE001  named below
-            raise CheckpointError(
-                f'Refused checkpoint {adapter.loads_from(runner)!r}: its '
-                f'resume_state is not a generator state ({error})') from None
+        state = checkpoint.get('resume_state', {})  # checked by load()
+        rng, seed = state.get('rng'), state.get('sampler_seed')
         if rng is None:
             _log('The resumed checkpoint has no random number generator '
                  'states (saved without LastCheckpointHook): the sampler '

@@ -1,22 +1,31 @@
-"""``load(source)``: read a checkpoint from any scheme, weights only.
+"""``load(source)``: read a checkpoint from any scheme, weights only, and
+return only what a checkpoint legitimately holds.
 
-Nothing in a file is executed or trusted:
-
-* the zip directory is checked before ``torch.load`` inflates anything
+* The zip directory is checked before ``torch.load`` inflates anything
   (``torch.save`` writes stored records only, so a deflated record, or
-  records larger than the file, are refused);
+  records larger than the file, are refused).
 * ``torch.load(weights_only=True)`` is called with the argument spelled
   out, so ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` cannot turn it off, and with
-  torch's stock allow-list: the checkpoints our runs write hold tensors and
-  plain Python only (:mod:`.plain`);
-* a foreign Runner checkpoint's numpy and ``HistoryBuffer`` objects are
-  unpickled as inert stand-ins, which are then dropped (message-hub logs,
-  numpy metadata): nothing of numpy or mmengine is built from the file;
-* tensors whose header claims more than their storage holds are refused;
-* ``meta['config']``, a config string mmengine's ``Runner.resume`` would
-  execute (``Config.fromstring``), is parsed without executing it and
-  replaced by the one value mmengine reads from it (``gpu_ids``);
-* ``meta.epoch`` / ``meta.iter`` must be plausible non-negative integers.
+  torch's stock allow-list; a foreign Runner checkpoint's numpy and
+  ``HistoryBuffer`` objects are unpickled as inert stand-ins: nothing of
+  numpy or mmengine is built from the file.
+* What it holds is then checked against a schema (:data:`RUNNER`, or a
+  bare state dict): what the checkpoints of our runs, mmengine's,
+  mmpretrain's, mmseg's and mmdet's hold, each field for its type, shape
+  and range. Tensors are dense, of plain dtypes, within their storage;
+  ``meta`` has progress counters, seeds, dataset metadata and version
+  strings; the message hub plain dicts, its ``runtime_info`` known keys
+  only, with no path (mmengine's ``CheckpointHook`` deletes
+  ``best_ckpt``) and no config text; optimizer and scheduler states plain
+  values; ``resume_state`` generator states as each generator defines
+  them. Config text is never returned as text: ``meta['cfg']`` becomes the
+  dict it assigns (parsed, never run), ``meta['config']`` the one
+  assignment mmengine's resume reads from it (``gpu_ids``). What does not
+  fit is dropped, with one warning naming it, or, where no such checkpoint
+  holds it, the file is refused.
+* The walk visits each object once per schema (the pickle memo can make one
+  list appear 2**64 times in a few hundred bytes), at most
+  :data:`MAX_OBJECTS` objects and :data:`MAX_DEPTH` levels deep.
 
 Every refusal is a :class:`CheckpointError` naming the file.
 """
@@ -25,17 +34,24 @@ import os
 import os.path as osp
 import re
 import zipfile
-from typing import Any, List, Optional
+from collections import OrderedDict
+from fnmatch import fnmatchcase
+from typing import Any
 from urllib.parse import urlparse
 
 import torch
-from mmengine.logging import print_log
+from mmengine.logging import HistoryBuffer, print_log
 
-from .plain import restore_message_hub
+from .plain import check_resume_state
 
 #: the largest meta epoch / iter accepted (ImageNet, 300 epochs at batch
 #: 1,024, is 375k iterations)
 MAX_PROGRESS = 10**9
+#: bounds of the walk over a loaded checkpoint
+MAX_DEPTH, MAX_OBJECTS = 32, 10**6
+#: tensor dtypes a checkpoint holds
+DTYPES = {getattr(torch, name) for name in 'float16 bfloat16 float32 float64 '
+          'complex64 complex128 uint8 int8 int16 int32 int64 bool'.split()}
 #: the numpy and mmengine pickle names a foreign Runner checkpoint holds
 FOREIGN_GLOBALS = (
     'numpy.dtype', 'numpy.ndarray', 'numpy._core.multiarray._reconstruct',
@@ -43,6 +59,7 @@ FOREIGN_GLOBALS = (
     'numpy.core.multiarray.scalar', 'builtins.getattr',
     'mmengine.logging.history_buffer.HistoryBuffer',
     'mmengine.optim.scheduler.param_scheduler.OneCycleParamScheduler')
+DROP = object()  # what a schema returns for a value it leaves out
 
 
 class CheckpointError(RuntimeError):
@@ -57,45 +74,202 @@ def _error(source: str, problem: str) -> CheckpointError:
 class _Dropped:
     """Inert stand-in for every foreign global: it takes any arguments and
     state and keeps none of them."""
-
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __setstate__(self, state):
-        pass
+    __init__ = __setstate__ = lambda self, *args, **kwargs: None
 
 
-_STAND_INS = [(_Dropped, name) for name in FOREIGN_GLOBALS]
+class _Walk:
+    """One check of a loaded object against a schema: a function ``(walk,
+    value, path, depth)`` that returns what is kept of ``value`` (in new
+    containers) or :data:`DROP`, or raises :meth:`refuse`."""
+
+    def __init__(self, source: str):
+        self.source, self.dropped, self.memo = source, [], {}
+
+    def refuse(self, problem: str) -> CheckpointError:
+        return _error(self.source, problem)
+
+    def __call__(self, value, schema, path: str = '', depth: int = 0):
+        key = (id(value), schema)
+        if key not in self.memo:
+            if depth > MAX_DEPTH or len(self.memo) >= MAX_OBJECTS:
+                raise self.refuse(f'it nests deeper than {MAX_DEPTH} levels '
+                                  f'({path[:60]}...) or holds more than '
+                                  f'{MAX_OBJECTS} objects')
+            kept = DROP if isinstance(value, _Dropped) else \
+                schema(self, value, path, depth)
+            if kept is DROP:
+                self.dropped.append(path)
+            self.memo[key] = value, kept  # value kept alive: its id stays
+        return self.memo[key][1]
 
 
-def _clean(value: Any, path: str, source: str, dropped: List[str]) -> Any:
-    """``value`` without the entries that hold a stand-in (their paths go
-    to ``dropped``); a tensor whose header claims more elements than its
-    storage holds (a zero stride can make 8 bytes look like a terabyte) is
-    refused."""
-    if isinstance(value, _Dropped):
-        dropped.append(path)
-        return _Dropped
-    if torch.is_tensor(value):
-        if value.numel() * value.element_size() > \
-                value.untyped_storage().nbytes():
-            raise _error(source, f'tensor {path} claims {value.numel()} '
-                         'elements, more than its storage holds (a crafted '
-                         'header)')
-    elif isinstance(value, dict):
-        items = [(k, _clean(v, f'{path}[{k!r}]', source, dropped))
-                 for k, v in value.items()]
-        value.clear()
-        value.update((k, v) for k, v in items
-                     if v is not _Dropped and not isinstance(k, _Dropped))
-    elif isinstance(value, (list, tuple)):
-        items = [_clean(v, f'{path}[{i}]', source, dropped)
-                 for i, v in enumerate(value)]
-        if _Dropped in items:
-            return _Dropped
-        if isinstance(value, list):
-            value[:] = items
-    return value
+def _kind(test):
+    """A leaf: the value if ``test(value)``, else dropped."""
+    return lambda walk, value, path, depth: value if test(value) else DROP
+
+
+def _must(schema, what: str):
+    """``schema``, refusing the file where it would drop the value."""
+    def check(walk, value, path, depth):
+        kept = schema(walk, value, path, depth)
+        if kept is DROP:
+            small = type(value) in (str, float, bool, type(None)) or \
+                type(value) is int and abs(value) < 2**63
+            shown = repr(value)[:60] if small else f'a {type(value).__name__}'
+            raise walk.refuse(f'{path} = {shown} is not {what}')
+        return kept
+    return check
+
+
+def _fields(table: dict):
+    """A dict (string or integer keys) whose values are checked by the
+    schema of the first ``table`` key (a name or an fnmatch pattern) theirs
+    matches; other entries dropped, and anything but a dict."""
+    def check(walk, value, path, depth):
+        if type(value) not in (dict, OrderedDict):
+            return DROP
+        kept = type(value)()
+        for key, item in value.items():
+            schema = next((s for pattern, s in table.items() if type(key) in (
+                str, int) and fnmatchcase(str(key), pattern)), _NOTHING)
+            item = walk(item, schema, f'{path}[{key!r}]' if path else
+                        str(key), depth + 1)
+            if item is not DROP:
+                kept[key] = item
+        return kept
+    return check
+
+
+def _tensor(walk, value, path, depth):
+    """A dense tensor of a plain dtype whose header fits its storage (a zero
+    stride can make 8 bytes look like a terabyte), without attributes."""
+    if type(value) not in (torch.Tensor, torch.nn.Parameter):
+        return DROP
+    if value.layout != torch.strided or value.dtype not in DTYPES:
+        raise walk.refuse(f'{path} is a {value.layout} {value.dtype} tensor '
+                          '(checkpoints hold dense tensors of plain dtypes)')
+    if value.numel() * value.element_size() > \
+            value.untyped_storage().nbytes():
+        raise walk.refuse(f'tensor {path} claims {value.numel()} elements, '
+                          'more than its storage holds (a crafted header)')
+    return value.detach()
+
+
+def _plain(walk, value, path, depth):
+    """Numbers, strings, None, tensors, and lists, tuples and dicts of them;
+    a list or tuple is dropped whole if one of its items is."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if torch.is_tensor(value) or type(value) not in (list, tuple):
+        return (_tensor if torch.is_tensor(value) else _PLAIN_DICT)(
+            walk, value, path, depth)
+    items = [walk(v, _plain, f'{path}[{i}]', depth + 1)
+             for i, v in enumerate(value)]
+    return DROP if any(v is DROP for v in items) else type(value)(items)
+
+
+def _state_dict(walk, value, path, depth):
+    """Tensors under string keys, with the ``_metadata`` (module versions)
+    that ``load_state_dict`` reads."""
+    kept = _TENSORS(walk, value, path, depth)
+    versions = getattr(value, '_metadata', None)
+    if kept is not DROP and type(versions) in (dict, OrderedDict):
+        kept._metadata = walk(versions, _PLAIN_DICT, f'{path}._metadata',
+                              depth + 1)
+    return kept
+
+
+def _history_buffer(walk, value, path, depth):
+    """A ``HistoryBuffer`` as :func:`.plain.plain_checkpoint` writes it,
+    rebuilt through its constructor (a foreign one is a stand-in: dropped)."""
+    log, count, size = (value.get(k) for k in ('log', 'count', 'max_length')
+                        ) if type(value) is dict else (None, ) * 3
+    if not (type(log) is type(count) is torch.Tensor and type(size) is int
+            and size > 0 and log.dim() == 1 and log.shape == count.shape):
+        return DROP
+    return HistoryBuffer(_tensor(walk, log, path, depth).tolist(),
+                         _tensor(walk, count, path, depth).tolist(), size)
+
+
+def _message_hub(walk, value, path, depth):
+    """``MessageHub.state_dict()``: its three dicts (missing ones empty),
+    ``resumed_keys`` naming kept keys only."""
+    hub = _HUB(walk, value, path, depth)
+    if hub is not DROP:
+        hub = {k: hub.get(k, {}) for k in _HUB_PARTS}
+        kept = {*hub['log_scalars'], *hub['runtime_info']}
+        hub['resumed_keys'] = {k: v for k, v in hub['resumed_keys'].items()
+                               if k in kept}
+    return hub
+
+
+def _config(gpu_ids: bool = False):
+    """A config's text as the data it assigns (parsed, never run); with
+    ``gpu_ids`` (``meta['config']``, which mmengine's ``Runner.resume`` runs
+    to read them), that value written back as its one line."""
+    def check(walk, text, path, depth):
+        cfg = parse_config(text) if type(text) is str else {}
+        if not gpu_ids:
+            return walk(cfg, _PLAIN_DICT, path, depth) if cfg else DROP
+        ids = cfg.get('gpu_ids')
+        ok = type(ids) in (list, tuple) and all(type(i) is int for i in ids)
+        return f'gpu_ids = {list(ids)!r}\n' if ok else DROP
+    return check
+
+
+def _resume_state(walk, state, path, depth):
+    """:class:`~.hooks.LastCheckpointHook`'s (:func:`.plain.
+    check_resume_state`), or the file is refused."""
+    try:
+        check_resume_state(state)
+    except Exception as error:  # noqa: BLE001  any: not a state
+        raise walk.refuse(f'its resume_state is not a generator state '
+                          f'({type(error).__name__}: {error})') from None
+    return state
+
+
+_NOTHING = _kind(lambda v: False)
+_PLAIN_DICT, _TENSORS = _fields({'*': _plain}), _fields({'*': _tensor})
+COUNT = _kind(lambda v: type(v) is int and 0 <= v <= MAX_PROGRESS)
+SEED = _kind(lambda v: type(v) is int and 0 <= v < 2**32)  # numpy's range
+NUMBER = _kind(lambda v: type(v) in (int, float))
+PROGRESS = _must(COUNT, f'an integer in [0, {MAX_PROGRESS}]')
+_HUB_PARTS = dict(
+    log_scalars=_fields({'*': _history_buffer}),
+    # what mmengine's hooks record; not best_ckpt / last_ckpt (paths
+    # CheckpointHook deletes) nor cfg (the config text)
+    runtime_info=_fields({
+        'seed': SEED, 'eta': NUMBER, 'best_score*': NUMBER,
+        'keep_ckpt_ids': _kind(lambda v: type(v) is list and all(
+            type(i) is int and i >= 0 for i in v)),
+        **dict.fromkeys(('epoch', 'iter', 'max_epochs', 'max_iters'), COUNT),
+        **dict.fromkeys(('experiment_name', 'mmengine_version', 'loop_stage',
+                         'dataset_meta', 'val/*', 'test/*'), _plain)}),
+    resumed_keys=_fields({'*': _kind(lambda v: type(v) is bool)}))
+_HUB = _fields(_HUB_PARTS)
+#: a Runner checkpoint: mmengine's, mmpretrain's, mmseg's, mmdet's, ours,
+#: and an export of tools/export_backbone.py
+RUNNER = dict(
+    meta=_must(_fields({
+        'epoch': PROGRESS, 'iter': PROGRESS, 'seed': SEED, 'cfg': _config(),
+        'config': _config(gpu_ids=True), **dict.fromkeys((
+            'dataset_meta', 'CLASSES', 'PALETTE', 'experiment_name', 'time',
+            'env_info', '*_version', 'exported_by', 'to', 'layout', 'prefix',
+            'loader', 'source*', 'num_*', 'backbone'), _plain)}), 'a dict'),
+    state_dict=_must(_state_dict, 'a state dict'),
+    ema_state_dict=_state_dict,
+    message_hub=_must(_message_hub, 'a message hub (a dict)'),
+    optimizer=_plain, param_schedulers=_plain, resume_state=_resume_state)
+_RUNNER = _fields(RUNNER)
+
+
+def _checkpoint(walk, ckpt, path, depth):
+    """A Runner checkpoint, or a bare state dict."""
+    if type(ckpt) not in (dict, OrderedDict):
+        raise walk.refuse(f'it holds a {type(ckpt).__name__}, not a '
+                          'checkpoint dict or state dict')
+    schema = _RUNNER if set(RUNNER) & set(ckpt) else _state_dict
+    return schema(walk, ckpt, path, depth)
 
 
 def _check_archive(path: str, source: str) -> None:
@@ -105,20 +279,16 @@ def _check_archive(path: str, source: str) -> None:
         raise _error(source, 'it is a directory, not a checkpoint file')
     if not osp.isfile(path):
         raise FileNotFoundError(f'Checkpoint {source!r} does not exist')
-    with open(path, 'rb') as f:
-        head = f.read(4)
-    if head != b'PK\x03\x04':
+    if osp.getsize(path) == 0:
         raise _error(source, 'it is empty (an interrupted save leaves such '
                      'files; `tools/train.py CONFIG --resume` picks the '
-                     'newest intact checkpoint)' if not head else 'it is not '
-                     f'the zip archive torch.save writes (it starts with '
-                     f'{head!r}); re-save it with torch.save')
+                     'newest intact checkpoint)')
     try:
         with zipfile.ZipFile(path) as archive:
             records = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as error:
-        raise _error(source, f'it is truncated or corrupt ({error})') \
-            from None
+        raise _error(source, 'it is not the zip archive torch.save writes, or '
+                     f'it is truncated ({error})') from None
     names = ['/' + r.filename for r in records]
     if any(n.endswith('/constants.pkl') for n in names):
         raise _error(source, 'it is a TorchScript archive (torch.jit.save); '
@@ -126,105 +296,69 @@ def _check_archive(path: str, source: str) -> None:
     if not any(n.endswith('/data.pkl') for n in names):
         raise _error(source, 'it is a zip archive without data.pkl, not a '
                      'torch.save checkpoint')
-    for r in records:
-        if r.compress_type != zipfile.ZIP_STORED or \
-                r.file_size != r.compress_size:
-            raise _error(
-                source, f'record {r.filename!r} is compressed '
-                f'({r.compress_size} bytes that would inflate to '
-                f'{r.file_size}); torch.save never compresses, so it was '
-                'refused before inflating it')
-    if sum(r.file_size for r in records) > osp.getsize(path):
-        raise _error(source, 'its records claim more bytes than it holds')
+    packed = [r.filename for r in records if r.compress_type !=
+              zipfile.ZIP_STORED or r.file_size != r.compress_size]
+    if packed or sum(r.file_size for r in records) > osp.getsize(path):
+        raise _error(source, f'records {packed} are compressed, or all claim '
+                     'more bytes than the file holds (torch.save writes '
+                     'neither); refused before inflating anything')
 
 
 def _torch_load(path: str, source: str, map_location, mmap: bool) -> Any:
     try:
-        with torch.serialization.safe_globals(_STAND_INS):
+        with torch.serialization.safe_globals([
+                (_Dropped, name) for name in FOREIGN_GLOBALS]):
             return torch.load(path, map_location=map_location,
                               weights_only=True, mmap=mmap)
     except Exception as error:  # noqa: BLE001  all named below
         unsafe = re.search(r'GLOBAL ([\w.]*\w)', str(error))
-        if unsafe:
-            raise _error(
-                source, 'it pickles objects outside the weights-only '
-                f'allow-list ({unsafe.group(1)}); nothing from it was '
-                'executed. Re-save the tensors you trust with '
-                "torch.save({'state_dict': model.state_dict()}, path)"
-            ) from None
         lines = [s.strip() for s in str(error).splitlines() if s.strip()]
         reason = next((s for s in lines if 'Unsupported' in s),
                       lines[-1] if lines else type(error).__name__)
-        raise _error(source, f'it is corrupt or crafted ({reason})') from None
+        raise _error(source, f'it pickles objects outside the weights-only '
+                     f'allow-list ({unsafe.group(1)}); nothing from it was '
+                     'executed. Re-save the tensors you trust with torch.'
+                     "save({'state_dict': model.state_dict()}, path)" if
+                     unsafe else f'it is corrupt or crafted ({reason})'
+                     ) from None
 
 
-def _literal(node: ast.AST) -> Any:
-    """The value of a config expression made of literals and ``dict(...)``
-    calls with keyword arguments; anything else raises ValueError."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-            node.func.id == 'dict' and len(node.args) <= 1 and \
-            all(k.arg is not None for k in node.keywords):
-        # dict(a=1) and dict({'.key': 1}), as mmengine's pretty_text writes
-        value = _literal(node.args[0]) if node.args else {}
-        if not isinstance(value, dict):
-            raise ValueError(f'dict() of {type(value).__name__}')
-        return dict(value, **{k.arg: _literal(k.value)
-                              for k in node.keywords})
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_literal(e) for e in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
-    if isinstance(node, ast.Dict) and None not in node.keys:
-        return {_literal(k): _literal(v)
-                for k, v in zip(node.keys, node.values)}
-    return ast.literal_eval(node)
+class _DictCalls(ast.NodeTransformer):
+    """``dict(a=1)`` and ``dict({'.key': 1}, a=2)``, as mmengine's
+    ``pretty_text`` writes dicts, turned into dict displays for
+    :func:`ast.literal_eval` (any other call stays, and it refuses it)."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        first = node.args[0] if node.args else ast.Dict([], [])
+        if not (isinstance(node.func, ast.Name) and node.func.id == 'dict'
+                and len(node.args) <= 1 and isinstance(first, ast.Dict)
+                and all(k.arg is not None for k in node.keywords)):
+            return node
+        return ast.Dict(first.keys + [ast.Constant(k.arg)
+                                      for k in node.keywords],
+                        first.values + [k.value for k in node.keywords])
 
 
-def parse_config(text: str, only: Optional[str] = None) -> dict:
-    """A config's pretty text (``meta['cfg']``) as a dict, without
-    executing it: top-level ``name = <literal or dict(...)>`` assignments.
-
-    Args:
-        only (str, optional): read just this name (other statements are
-            skipped, never run).
-
-    Raises:
-        ValueError: anything else (calls, imports, names, attributes).
-    """
+def parse_config(text: str) -> dict:
+    """A config's pretty text (``meta['cfg']``) as data, without executing
+    it: the values of its top-level ``name = <literals and dict(...)>``
+    assignments. Every other statement (imports, calls, names) is skipped,
+    never run, and so is text that is not Python."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError as error:
-        raise ValueError(f'not Python: {error}') from None
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
     cfg = {}
-    for node in tree.body:
-        plain = isinstance(node, ast.Assign) and len(node.targets) == 1 \
-            and isinstance(node.targets[0], ast.Name)
-        if only is not None and not (plain and node.targets[0].id == only):
-            continue
-        if not plain:
-            raise ValueError(f'line {node.lineno} is not a plain assignment')
-        cfg[node.targets[0].id] = _literal(node.value)
+    for node in body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            try:  # TypeError: unhashable keys, {[1]: 2}
+                cfg[node.targets[0].id] = ast.literal_eval(
+                    _DictCalls().visit(node.value))
+            except (ValueError, TypeError, RecursionError):
+                pass
     return cfg
-
-
-def _check_meta(meta: Any, source: str) -> None:
-    if not isinstance(meta, dict):
-        raise _error(source, f'its meta is a {type(meta).__name__}, not a '
-                     'dict')
-    for key in ('epoch', 'iter'):
-        value = meta.get(key, 0)
-        if not (type(value) is int and 0 <= value <= MAX_PROGRESS):
-            raise _error(source, f'meta[{key!r}] = {value!r} is not an '
-                         f'integer in [0, {MAX_PROGRESS}]')
-    if 'config' in meta:
-        # Runner.resume executes it to read gpu_ids: keep just that value
-        text = meta.pop('config')
-        try:
-            gpu_ids = parse_config(text, 'gpu_ids').get('gpu_ids')
-        except (ValueError, TypeError):
-            gpu_ids = None
-        if isinstance(gpu_ids, (list, tuple)) and \
-                all(type(i) is int for i in gpu_ids):
-            meta['config'] = f'gpu_ids = {list(gpu_ids)!r}\n'
 
 
 def _local_path(source: str) -> str:
@@ -254,11 +388,13 @@ def _local_path(source: str) -> str:
 
 def load(source: str, map_location: Any = 'cpu', mmap: bool = False) -> dict:
     """Load the checkpoint ``source`` (a local path, ``http(s)://``,
-    ``torchvision://NAME``, ``open-mmlab://NAME``), weights only;
-    ``mmap=True`` maps the tensors instead of reading them.
+    ``torchvision://NAME``, ``open-mmlab://NAME``), weights only, checked
+    against the schema; ``mmap=True`` maps the tensors instead of reading
+    them.
 
     Returns:
-        dict: the checkpoint (a Runner checkpoint, a state dict...).
+        dict: what the checkpoint holds that fits the schema (a Runner
+        checkpoint, a state dict...), in new containers.
 
     Raises:
         FileNotFoundError: a local path that does not exist.
@@ -267,22 +403,11 @@ def load(source: str, map_location: Any = 'cpu', mmap: bool = False) -> dict:
     source = str(source)
     path = _local_path(source)
     _check_archive(path, source)
-    ckpt = _torch_load(path, source, map_location, mmap)
-    if not isinstance(ckpt, dict):
-        raise _error(source, f'it holds a {type(ckpt).__name__}, not a '
-                     'checkpoint dict or state dict')
-    dropped: List[str] = []
-    try:
-        _clean(ckpt, 'checkpoint', source, dropped)
-    except RecursionError:
-        raise _error(source, 'it is nested too deeply') from None
-    if dropped:
-        print_log(f'{source} was written with numpy / HistoryBuffer objects;'
-                  f' {len(dropped)} of them were dropped, never built: '
-                  f'{", ".join(dropped[:8])}{" ..." * (len(dropped) > 8)}',
-                  logger='current', level=30)
-    if ckpt.get('meta') is not None:
-        _check_meta(ckpt['meta'], source)
-    if isinstance(ckpt.get('message_hub'), dict):
-        restore_message_hub(ckpt['message_hub'])
+    walk = _Walk(source)
+    ckpt = walk(_torch_load(path, source, map_location, mmap), _checkpoint)
+    if walk.dropped:  # numpy objects of other runs, paths, config text...
+        print_log(f'{source}: dropped what no checkpoint holds as it is, '
+                  f'never built or used: {", ".join(walk.dropped[:8])}'
+                  f'{" ..." * (len(walk.dropped) > 8)}', logger='current',
+                  level=30)
     return ckpt

@@ -6,8 +6,8 @@ function. Those need globals outside torch's weights-only allow-list. Here
 they are converted on save (:func:`plain_checkpoint`, called by
 :class:`~tlalign_mm.checkpoint.hooks.CheckpointSafetyHook` in
 ``before_save_checkpoint``) and the message hub is restored on load
-(:func:`restore_message_hub`, called by :func:`~.load.load`), so our files
-load with ``torch.load(path, weights_only=True)`` and nothing else. The
+(by :func:`~.load.load`), so our files load with
+``torch.load(path, weights_only=True)`` and nothing else. The
 generator states of exact resume (:func:`capture_rng`) are plain too.
 """
 import random
@@ -47,18 +47,6 @@ def plain_checkpoint(checkpoint: dict) -> None:
             checkpoint[key] = _plain(checkpoint[key])
 
 
-def restore_message_hub(hub: dict) -> None:
-    """Rebuild, in place, the ``HistoryBuffer``s of a plain message hub
-    through the constructor from the tensors."""
-    scalars = hub.get('log_scalars')
-    for key, value in (scalars.items() if isinstance(scalars, dict) else ()):
-        if isinstance(value, dict) and set(value) == {'log', 'count',
-                                                      'max_length'}:
-            scalars[key] = HistoryBuffer(value['log'].numpy(),
-                                         value['count'].numpy(),
-                                         int(value['max_length']))
-
-
 def capture_rng() -> Dict[str, Any]:
     """The generator states a training step draws from: Python's
     ``random``, numpy's global generator, torch's CPU (and, once
@@ -81,14 +69,25 @@ def _apply(state: Dict[str, Any], python, numpy, torch_set) -> None:
     torch_set(state['torch'].cpu())
 
 
-def check_rng(state: Any) -> None:
-    """Raise (ValueError, TypeError...) unless ``state`` is what
-    :func:`capture_rng` returns: it is applied to fresh generators."""
-    if not isinstance(state, dict) or not torch.is_tensor(
-            state.get('torch')):
-        raise ValueError(f'not a generator state: {type(state).__name__}')
-    _apply(state, random.Random(), np.random.RandomState(),
-           torch.Generator().set_state)
+def check_resume_state(state: Dict[str, Any]) -> None:
+    """Raise unless ``state`` is what :class:`~.hooks.LastCheckpointHook`
+    saves: an integer ``sampler_seed`` and ``rng`` as :func:`capture_rng`
+    returns it, applied to fresh generators, which check their own states;
+    but numpy's legacy MT19937 takes any position (a resumed draw would
+    read past its key), so its key of 624 words and position in [0, 624]
+    are checked here."""
+    rng, seed = state.get('rng'), state.get('sampler_seed')
+    if set(state) - {'rng', 'sampler_seed'} or not (
+            seed is None or type(seed) is int and 0 <= seed < 2**63):
+        raise ValueError(f'keys {sorted(state)}, sampler_seed {seed!r}')
+    if rng is not None:
+        name, keys, pos, *_ = rng['numpy']
+        if not (name == 'MT19937' and len(keys) == 624 and type(pos) is int
+                and 0 <= pos <= 624):
+            raise ValueError(f'numpy state: not MT19937 with 624 words at a '
+                             f'position in [0, 624] ({pos!r})')
+        _apply(rng, random.Random(), np.random.RandomState(),
+               torch.Generator().set_state)
 
 
 def restore_rng(state: Dict[str, Any]) -> None:

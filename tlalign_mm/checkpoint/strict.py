@@ -33,7 +33,8 @@ def state_dict_of(checkpoint: Mapping, source: str, prefix: str = ''
                   ) -> 'OrderedDict[str, torch.Tensor]':
     """The tensors of ``checkpoint`` (its ``state_dict`` if it has one)
     under ``prefix``, prefix removed, ``module.`` stripped as
-    ``Runner.load_checkpoint`` does."""
+    ``Runner.load_checkpoint`` does (:func:`~.load.load` has dropped what
+    is not a tensor)."""
     state_dict = checkpoint.get('state_dict', checkpoint)
     if not isinstance(state_dict, Mapping) or not any(
             torch.is_tensor(v) for v in state_dict.values()):
@@ -49,10 +50,6 @@ def state_dict_of(checkpoint: Mapping, source: str, prefix: str = ''
             f'start with: {key_list({k.split(".")[0] + "." for k in keys})}'
             ". A classifier checkpoint needs prefix='backbone.', a bare "
             "backbone state dict prefix=''.")
-    bad = [k for k, v in picked.items() if not torch.is_tensor(v)]
-    if bad:
-        raise CheckpointMismatchError(f'{source!r}: non-tensor values under '
-                                      f'{prefix!r}: {key_list(bad)}')
     picked._metadata = getattr(state_dict, '_metadata', OrderedDict())
     return picked
 

@@ -1,21 +1,31 @@
 """One line, not a traceback, when a tool refuses a file."""
+import contextlib
 import os
+import pickle
 import sys
 
 from .load import CheckpointError
 
 
-def run_tool(main, *args, **kwargs):
-    """Call ``main``; a refused checkpoint or a missing file ends the
-    process with exit status 1 and one ``error:`` line on stderr. With
-    ``--debug`` on the command line (removed before ``main`` parses it) or
-    ``TLALIGN_DEBUG=1``, the traceback is shown instead."""
-    debug = '--debug' in sys.argv or os.environ.get('TLALIGN_DEBUG') == '1'
-    sys.argv = [a for a in sys.argv if a != '--debug']
+@contextlib.contextmanager
+def one_line_errors(debug: bool = False):
+    """A refused checkpoint or data file (a CIFAR batch), or a missing file,
+    raised inside ends the process with exit status 1 and one ``error:``
+    line on stderr; with ``debug`` or ``TLALIGN_DEBUG=1``, the traceback."""
     try:
-        return main(*args, **kwargs)
-    except (CheckpointError, FileNotFoundError) as error:
-        if debug:
+        yield
+    except (CheckpointError, FileNotFoundError,
+            pickle.UnpicklingError) as error:
+        if debug or os.environ.get('TLALIGN_DEBUG') == '1':
             raise
         print(f'error: {error}', file=sys.stderr)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
+
+
+def run_tool(main, *args, **kwargs):
+    """Call ``main`` under :func:`one_line_errors`; ``--debug`` on the
+    command line (removed before ``main`` parses it) shows the traceback."""
+    debug = '--debug' in sys.argv
+    sys.argv = [a for a in sys.argv if a != '--debug']
+    with one_line_errors(debug):
+        return main(*args, **kwargs)

@@ -62,11 +62,13 @@ def _unwrap(value):
     return value
 
 
-class CIFARUnpickler(pickle.Unpickler):
+class CIFARUnpickler(pickle._Unpickler):
     """Unpickles the CIFAR "python version" files and nothing else: dicts
     of ``str``, ``int``, lists and ``uint8`` numpy arrays (re-pickled
     copies also name ``_codecs.encode`` for bytes). Every other global is
-    refused before it is imported."""
+    refused before it is imported. It is Python's pure-Python unpickler,
+    whose memo is a dict: the C one allocates a memo array as long as the
+    largest index a file names (9 bytes can ask for gigabytes)."""
 
     GLOBALS = {
         'numpy.core.multiarray._reconstruct': _Array,
@@ -92,15 +94,17 @@ def load_cifar(data: bytes, path: str) -> Any:
 
     Raises:
         pickle.UnpicklingError: naming ``path``, if the file holds anything
-            else than the real files do.
+            else than a dict of what the real files hold.
     """
     try:
         loaded = CIFARUnpickler(io.BytesIO(data), encoding='latin1').load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as error:
+        if not isinstance(loaded, dict):
+            raise TypeError(f'it holds a {type(loaded).__name__}, not a dict')
+    except Exception as error:  # noqa: BLE001  anything: not a CIFAR file
         raise pickle.UnpicklingError(
-            f'{path} is not a CIFAR "python version" file: {error}. Nothing '
-            'from it was executed. Re-extract it from the official archive.'
-        ) from None
+            f'{path} is not a CIFAR "python version" file ('
+            f'{type(error).__name__}: {error}). Nothing from it was '
+            'executed. Re-extract it from the official archive.') from None
     return _unwrap(loaded)
 
 
@@ -169,11 +173,9 @@ class _LocalCIFARMixin:
     def _read(self, name: str, keys: tuple) -> dict:
         path = join_path(self.data_prefix['root'], self.base_folder, name)
         entry = load_cifar(get(path), path)
-        if not isinstance(entry, dict) or not all(k in entry for k in keys):
-            found = sorted(entry) if isinstance(entry, dict) else \
-                type(entry).__name__
+        if not all(k in entry for k in keys):
             raise ValueError(f'{path}: expected a dict with {list(keys)}, '
-                             f'found {found}')
+                             f'found {sorted(entry)}')
         return entry
 
     def load_data_list(self) -> list:

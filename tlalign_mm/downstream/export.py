@@ -3,14 +3,14 @@
 
 :func:`export_backbone`: a Runner checkpoint (``{'meta', 'state_dict',
 'message_hub', 'optimizer', 'param_schedulers'}``) becomes ``{'meta',
-'state_dict'}`` with only the ``backbone.*`` tensors and plain-typed
-``meta`` (the pretraining backbone config is parsed from ``meta['cfg']``,
-never executed), so it loads with ``torch.load(path, weights_only=True)``
-in any environment, and is a fraction of the size. The key layout is
-mmpretrain's for every target: the downstream configs of this package build
-mmpretrain's backbones inside mmseg and mmdet
-(``type='mmpretrain.VisionTransformer'``), so no key or tensor conversion
-is needed. Keys keep their ``backbone.`` prefix: the same ``init_cfg``
+'state_dict'}`` with only the ``backbone.*`` tensors and plain-typed ``meta``
+(the pretraining backbone config from ``meta['cfg']``, which
+:func:`~tlalign_mm.checkpoint.load` parses, never runs), so it loads with
+``torch.load(path, weights_only=True)`` in any environment, and is a fraction
+of the size. The key layout is mmpretrain's for every target: the downstream
+configs of this package build mmpretrain's backbones inside mmseg and mmdet
+(``type='mmpretrain.VisionTransformer'``), so no key or tensor conversion is
+needed. Keys keep their ``backbone.`` prefix: the same ``init_cfg``
 (``prefix='backbone.'``) reads the Runner checkpoint and the export alike.
 
 :func:`export_timm`: a ``PooledTIMMBackbone`` classifier becomes a plain
@@ -28,18 +28,14 @@ it returns ``name`` and ``kwargs`` (the training config's).
 """
 import hashlib
 import json
+import os
 import os.path as osp
 from typing import Optional
 
 import torch
 from mmengine.config import Config
 
-from tlalign_mm.checkpoint import (
-    CheckpointMismatchError,
-    load,
-    parse_config,
-    state_dict_of,
-)
+from tlalign_mm.checkpoint import CheckpointMismatchError, load, state_dict_of
 from tlalign_mm.models.tlalign_backbone import plain_backbone_cfg
 from tlalign_mm.registry import SCOPE, WEIGHT_INITIALIZERS
 
@@ -59,24 +55,38 @@ def _plain(value):
 
 
 def _recorded_model(ckpt: dict) -> Optional[dict]:
-    """The model config of the training run, from ``meta['cfg']`` (parsed,
-    never executed); ``None`` if absent or not plain data."""
-    text = (ckpt.get('meta') or {}).get('cfg')
+    """The model config of the training run: ``meta['cfg']``, which
+    :func:`~tlalign_mm.checkpoint.load` parses into data (``None`` if it is
+    absent or was not plain data)."""
+    return ckpt.get('meta', {}).get('cfg', {}).get('model')
+
+
+def _save(obj, dst: str, check=None) -> None:
+    """``torch.save`` to ``dst.<pid>.partial``, renamed to ``dst`` once
+    ``check(that path)`` passes: a failed check leaves no file behind."""
+    tmp = f'{dst}.{os.getpid()}.partial'
+    torch.save(obj, tmp)
     try:
-        return parse_config(text)['model'] if isinstance(text, str) else None
-    except (ValueError, KeyError):
-        return None
+        if check is not None:
+            check(tmp)
+        os.replace(tmp, dst)
+    finally:
+        if osp.exists(tmp):
+            os.remove(tmp)
 
 
 def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
-                    prefix: str = 'backbone.') -> dict:
+                    prefix: str = 'backbone.', check: Optional[str] = None
+                    ) -> dict:
     """Write the ``prefix`` tensors of the classifier checkpoint ``src`` to
-    ``dst``, for the library ``to`` (recorded in ``meta``); return the
-    ``meta`` written (plain types only).
+    ``dst``, for the library ``to`` (recorded in ``meta``); with ``check``
+    (a downstream config), only if its backbone loads them strictly
+    (:func:`check_export`). Returns the ``meta`` written (plain types
+    only).
 
     Raises:
-        CheckpointMismatchError: no tensor under ``prefix``, or a
-            non-tensor.
+        CheckpointMismatchError: no tensor under ``prefix``, or
+            (``check``) a key the backbone does not load.
     """
     if to not in TARGETS:
         raise ValueError(f'--to must be one of {TARGETS}, got {to!r}')
@@ -85,8 +95,7 @@ def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
     # clone: a view would drag its whole storage into the file
     tensors = {prefix + k: v.detach().cpu().clone().contiguous()
                for k, v in sorted(picked.items())}
-    meta = ckpt.get('meta') or {}
-    model = _recorded_model(ckpt)
+    meta, model = ckpt.get('meta', {}), _recorded_model(ckpt)
     with open(src, 'rb') as f:
         sha256 = hashlib.file_digest(f, 'sha256').hexdigest()
     from tlalign_mm import __version__
@@ -96,12 +105,13 @@ def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
         loader=dict(type='Pretrained', _scope_=SCOPE, prefix=prefix,
                     strict=True),
         source=osp.abspath(src), source_sha256=sha256,
-        epoch=_plain(meta.get('epoch')), iter=_plain(meta.get('iter')),
+        **{k: meta[k] for k in ('epoch', 'iter') if k in meta},
         num_tensors=len(tensors),
         num_params=sum(t.numel() for t in tensors.values()),
         backbone=_plain(plain_backbone_cfg(model['backbone']))
         if isinstance(model, dict) and 'backbone' in model else None)
-    torch.save({'meta': meta, 'state_dict': tensors}, dst)
+    _save({'meta': meta, 'state_dict': tensors}, dst,
+          (lambda path: check_export(path, check)) if check else None)
     return meta
 
 
@@ -163,11 +173,8 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
     if backbone.get('in_channels', 3) != 3:
         kwargs['in_chans'] = backbone['in_channels']
     state_dict = ckpt.get('state_dict', ckpt)
-    tensors = {k[len(TIMM_PREFIX):]: v.detach().cpu().clone().contiguous()
-               for k, v in state_dict.items() if k.startswith(TIMM_PREFIX)}
-    if not tensors:
-        raise CheckpointMismatchError(
-            f'No key of {src!r} starts with {TIMM_PREFIX!r}.')
+    tensors = {k: v.detach().cpu().clone().contiguous() for k, v in
+               state_dict_of(ckpt, src, TIMM_PREFIX).items()}
     if any(k.startswith('head.layers.pre_logits') for k in state_dict):
         raise CheckpointMismatchError(
             "The head has a hidden pre-logits layer, which timm's "

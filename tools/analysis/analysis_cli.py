@@ -27,7 +27,7 @@ from tlalign_mm.analysis.session import (  # noqa: E402
     build_model,
     load_config,
 )
-from tlalign_mm.checkpoint import install  # noqa: E402
+from tlalign_mm.checkpoint import install, one_line_errors  # noqa: E402
 
 
 def positive_int(text: str) -> int:
@@ -80,6 +80,9 @@ def add_common_args(parser: argparse.ArgumentParser,
         '--cfg-options', nargs='+', action=DictAction,
         help='override settings of the config, key=value pairs as in '
         'tools/train.py')
+    parser.add_argument('--debug', action='store_true',
+                        help='a refused checkpoint: the traceback, not one '
+                        'error line')
     return parser
 
 
@@ -101,7 +104,9 @@ def open_analysis(args, config: Optional[str] = None,
         :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch`.
 
     Raises:
-        SystemExit: the config's dataset has no images.
+        SystemExit: the config's dataset has no images, or the checkpoint
+            is refused (one ``error:`` line; ``--debug`` or
+            ``TLALIGN_DEBUG=1``: the traceback).
     """
     from mmengine.utils import ProgressBar
 
@@ -110,7 +115,8 @@ def open_analysis(args, config: Optional[str] = None,
     if config is None:
         config, checkpoint = args.config, args.checkpoint
     cfg = load_config(config, args.cfg_options)
-    model = build_model(cfg, checkpoint, args.device, args.seed)
+    with one_line_errors(args.debug):  # a refused checkpoint: one line
+        model = build_model(cfg, checkpoint, args.device, args.seed)
     try:
         loader = build_dataloader(cfg, args.split, args.batch_size)
     except ValueError as error:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run ON the GPU machine, from the repository root, with .gpu_wheels/ carried
 # (tools/gpu_bootstrap/fetch_wheels.sh made it): installs the wheels into a
-# throwaway folder on top of the machine's own torch (no index, no
+# throwaway folder (a fresh private one from mktemp, or $GPU_SITE) on top
+# of the machine's own torch (no index, no
 # dependency resolution: nothing the machine has is replaced), then runs
 # tools/gpu_report.py once. Extra arguments go to the report, e.g.
 #   bash tools/gpu_bootstrap/run_on_gpu.sh --device cpu --tiny   # dry run
@@ -10,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}
-SITE=${GPU_SITE:-/tmp/site}
+# a fixed name in /tmp could hold anyone's modules, first on PYTHONPATH
+SITE=${GPU_SITE:-$(mktemp -d "${TMPDIR:-/tmp}/tlalign_site.XXXXXX")}
 WHEELS=.gpu_wheels
 if ! ls "$WHEELS"/*.whl > /dev/null 2>&1; then
     echo "no wheels in $WHEELS: run tools/gpu_bootstrap/fetch_wheels.sh" \

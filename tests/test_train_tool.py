@@ -1,0 +1,54 @@
+"""tools/train.py checks its inputs before it builds anything (issue 33):
+a missing ``--resume`` file, options without a description, persistent
+workers where ``--cfg-options`` leaves none."""
+import argparse
+import sys
+
+import pytest
+from mmengine.config import Config
+from torch.utils.data import DataLoader
+
+from tests.tool_scripts import load_tool
+
+
+@pytest.fixture(scope='module')
+def train():
+    return load_tool('train.py')
+
+
+def test_a_missing_resume_file_is_named_before_anything_is_built(
+        train, monkeypatch, tmp_path):
+    """It was named only once the whole Runner was built (51 s)."""
+    gone = str(tmp_path / 'gone.pth')
+    monkeypatch.setattr(sys, 'argv', ['train.py', 'x.py', '--resume', gone])
+    monkeypatch.setattr(train, 'install', lambda: pytest.fail('went on'))
+    with pytest.raises(FileNotFoundError,
+                       match=f'--resume {gone}: no such checkpoint file'):
+        train.main()
+
+
+def test_every_option_says_what_it_does(train, monkeypatch):
+    parsers = []
+    monkeypatch.setattr(argparse.ArgumentParser, 'parse_args',
+                        lambda self: parsers.append(self) or argparse.
+                        Namespace(local_rank=0, resume=None))
+    train.parse_args()
+    assert [a.option_strings for a in parsers[0]._actions if not a.help] == []
+
+
+@pytest.mark.parametrize('options, persistent', [
+    ([], True), (['--no-persistent-workers'], False),
+    (['--cfg-options', 'train_dataloader.num_workers=0'], False),
+    (['--cfg-options', 'train_dataloader.persistent_workers=False'], False),
+])
+def test_persistent_workers_follow_the_final_settings(train, monkeypatch,
+                                                      options, persistent):
+    """``--cfg-options train_dataloader.num_workers=0`` failed the
+    DataLoader: persistent workers were switched on before the options
+    were merged."""
+    cfg = Config(dict(train_dataloader=dict(num_workers=2, batch_size=1)))
+    monkeypatch.setattr(sys, 'argv', ['train.py', 'x.py', *options])
+    loader = train.merge_args(cfg, train.parse_args()).train_dataloader
+    assert loader.persistent_workers is persistent
+    DataLoader(range(2), num_workers=loader.num_workers,
+               persistent_workers=loader.persistent_workers)
