@@ -109,6 +109,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('path', ['mmengine', 'https', 'open-mmlab',
                                   'pretrained'])
 def test_crafted_files_on_every_path(crafted_report, path):
@@ -271,6 +272,7 @@ def test_url_and_model_zoo_names_read_the_hub_cache(tmp_path, monkeypatch):
         load('s3://bucket/net.pth')
 
 
+@pytest.mark.e2e
 def test_import_alone_changes_nothing_the_opt_in_line_installs():
     """Hole 10, the design choice the README states: ``import tlalign_mm``
     leaves torch's allow-list and mmengine's loader alone (so mmengine's

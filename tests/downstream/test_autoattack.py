@@ -266,6 +266,7 @@ def test_tool_refuses_bad_options(capsys):
         pytest.approx(4 / 255)
 
 
+@pytest.mark.e2e
 def test_tool_reads_the_checkpoint_through_the_safe_loader(
         tiny_imagenet_run):
     """Hole 3: the tool never installed the safe loaders; with

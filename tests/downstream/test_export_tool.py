@@ -64,6 +64,7 @@ def test_the_recorded_config_is_never_executed(tmp_path, fmt):
     assert not marker.exists()
 
 
+@pytest.mark.e2e
 def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(tmp_path):
     """Hole 8: a refusal printed after a full traceback."""
     evil = tmp_path / 'evil.pth'
