@@ -1,16 +1,14 @@
-"""End-to-end: ``tools/train.py``, resume, then ``tools/test.py``.
+"""End-to-end: a hostile checkpoint through ``tools/train.py --resume``.
 
 A tiny mmpretrain VisionTransformer is trained for a few iterations on a
-generated ImageNet-layout folder (3 classes of 32x32 PNGs), resumed to a
-larger ``max_iters`` from the saved checkpoint (through
-``tlalign_mm.checkpoint.load``), and the final checkpoint is evaluated;
-hostile copies of the checkpoint are resumed too. Each step runs the real
-scripts in a subprocess, as a user would.
+generated ImageNet-layout folder (3 classes of 32x32 PNGs); a hostile copy
+of its checkpoint is resumed to a larger ``max_iters``. Each step runs the
+real script in a subprocess, as a user would. (Train, resume and test of a
+real config: ``test_demo_e2e.py``; exact auto-resume:
+``tests/engine/test_kill_and_resume.py``.)
 """
-import json
 import os
 import os.path as osp
-import re
 import subprocess
 import sys
 
@@ -21,7 +19,6 @@ from PIL import Image
 
 REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 TRAIN = osp.join(REPO_ROOT, 'tools', 'train.py')
-TEST = osp.join(REPO_ROOT, 'tools', 'test.py')
 
 FIRST_ITERS = 4
 RESUMED_ITERS = 6
@@ -131,7 +128,7 @@ def _write_config(path, data_root, max_iters):
         f.write(CONFIG.format(data_root=data_root, max_iters=max_iters))
 
 
-def _run(*args, timeout=300, returncode=0):
+def _run(*args, timeout=300):
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     proc = subprocess.run([sys.executable, *args],
                           cwd=REPO_ROOT,
@@ -140,84 +137,10 @@ def _run(*args, timeout=300, returncode=0):
                           stderr=subprocess.STDOUT,
                           text=True,
                           timeout=timeout)
-    assert proc.returncode == returncode, (
+    assert proc.returncode == 0, (
         f'{" ".join(args)} failed with {proc.returncode}:\n'
         f'{proc.stdout[-6000:]}')
     return proc.stdout
-
-
-def _run_dirs(work_dir):
-    """Timestamped directories that mmengine creates, one per run."""
-    return {
-        d
-        for d in os.listdir(work_dir)
-        if re.fullmatch(r'\d{8}_\d{6}', d) and osp.isdir(osp.join(work_dir, d))
-    }
-
-
-def _train_iters(work_dir, run_dir):
-    """Iteration numbers logged in a run's json scalars log."""
-    log = osp.join(work_dir, run_dir, 'vis_data', f'{run_dir}.json')
-    iters = []
-    with open(log) as f:
-        for line in f:
-            record = json.loads(line)
-            if 'loss' in record:  # training records, not validation ones
-                iters.append(record['iter'])
-    return iters
-
-
-@pytest.mark.e2e
-def test_train_resume_test(tmp_path):
-    data_root = str(tmp_path / 'data')
-    work_dir = str(tmp_path / 'work_dir')
-    _write_image_folder(data_root)
-
-    # 1. train FIRST_ITERS iterations, checkpoints every 2
-    config = str(tmp_path / 'tiny_vit_cls.py')
-    _write_config(config, data_root, FIRST_ITERS)
-    _run(TRAIN, config, '--work-dir', work_dir)
-    first_runs = _run_dirs(work_dir)
-    assert len(first_runs) == 1
-    assert _train_iters(work_dir, min(first_runs)) == list(
-        range(1, FIRST_ITERS + 1))
-    ckpt_path = osp.join(work_dir, f'iter_{FIRST_ITERS}.pth')
-    assert osp.isfile(ckpt_path)
-
-    # 2. resume (auto: latest checkpoint in work_dir) to RESUMED_ITERS
-    _write_config(config, data_root, RESUMED_ITERS)
-    out = _run(TRAIN, config, '--work-dir', work_dir, '--resume')
-    assert f'resumed epoch: 0, iter: {FIRST_ITERS}' in out
-    (resumed_run, ) = _run_dirs(work_dir) - first_runs
-    # the second run continued at FIRST_ITERS + 1, it did not restart at 1
-    assert _train_iters(work_dir, resumed_run) == list(
-        range(FIRST_ITERS + 1, RESUMED_ITERS + 1))
-
-    final = osp.join(work_dir, f'iter_{RESUMED_ITERS}.pth')
-    with open(osp.join(work_dir, 'last_checkpoint')) as f:
-        assert f.read().strip() == final
-    # tensors and plain Python: torch's own allow-list reads it
-    saved = torch.serialization.get_safe_globals()
-    torch.serialization.clear_safe_globals()
-    try:
-        assert torch.serialization.get_unsafe_globals_in_checkpoint(
-            final) == []
-        ckpt = torch.load(final, map_location='cpu', weights_only=True)
-    finally:
-        torch.serialization.add_safe_globals(saved)
-    assert ckpt['meta']['iter'] == RESUMED_ITERS
-    # the loss history was restored from the first run's message hub
-    assert len(ckpt['message_hub']['log_scalars']['train/loss']['log']) == \
-        RESUMED_ITERS
-
-    # 3. evaluate the final checkpoint
-    metrics_file = str(tmp_path / 'metrics.json')
-    out = _run(TEST, config, final, '--work-dir', str(tmp_path / 'test_dir'),
-               '--out', metrics_file, '--out-item', 'metrics')
-    assert re.search(r'accuracy/top1: \d+\.\d+', out), out[-3000:]
-    with open(metrics_file) as f:
-        top1 = json.load(f)['accuracy/top1']
-    assert 0.0 <= top1 <= 100.0
 
 
 @pytest.mark.e2e
@@ -232,8 +155,10 @@ def test_a_hostile_checkpoint_resumes_without_running_or_deleting(tmp_path):
       mmengine's CheckpointHook (save_best) would ``rmtree`` the victim;
     * ``last_checkpoint`` names ``../first/iter_4.pth``, another run's file.
 
-    Nothing runs, nothing is deleted, the run resumes from its own file;
-    and mmengine still checks the GPU count with the config's gpu_ids."""
+    Nothing runs, nothing is deleted, the run resumes from its own file.
+    (That mmengine still gets meta['config']'s gpu_ids to check:
+    ``test_checkpoint_safety.py::test_meta_config_is_parsed_never_executed``.)
+    """
     data_root = str(tmp_path / 'data')
     _write_image_folder(data_root)
     config = str(tmp_path / 'tiny_vit_cls.py')
@@ -260,11 +185,3 @@ def test_a_hostile_checkpoint_resumes_without_running_or_deleting(tmp_path):
     assert not marker.exists()
     assert (victim / 'keep.txt').read_text() == 'precious'
     assert 'best_ckpt' in out and 'dropped' in out
-    # what mmengine checks with meta['config'] is still checked
-    ckpt['meta']['config'] = 'gpu_ids = [0, 1]\n'
-    two_gpus = str(tmp_path / 'two_gpus.pth')
-    torch.save(ckpt, two_gpus)
-    out = _run(TRAIN, config, '--work-dir', str(tmp_path / 'w2'), '--resume',
-               two_gpus, returncode=1)
-    assert 'Number of GPUs used for current experiment is not consistent' \
-        in out
