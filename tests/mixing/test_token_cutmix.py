@@ -127,11 +127,6 @@ def test_partial_cells_count_pixels():
             assert cols[0] % 16 == 0 and (cols[-1] + 1) in (16, 32, 48, 56)
 
 
-def test_pixels_mode_is_unchanged_by_default():
-    aug = TLTokenCutMix(alpha=1.0, patch_size=16)
-    assert aug.box_units == 'pixels'
-
-
 # ------------------------------------------------ the grid is the model's ---
 ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
 
