@@ -1,5 +1,6 @@
-"""The README's code is real: its aligned-labels snippet runs as written,
-and TL-Align's label moves visibly away from CutMix's area label."""
+"""The README is real: every config its tables name exists, and its
+aligned-labels snippet runs as written, TL-Align's label moving visibly
+away from CutMix's area label."""
 import os.path as osp
 import random
 import re
@@ -10,10 +11,43 @@ import torch
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
 
-def python_blocks():
+def readme():
     with open(osp.join(ROOT, 'README.md'), encoding='utf-8') as f:
-        text = f.read()
-    return re.findall(r'```python\n(.*?)```', text, flags=re.S)
+        return f.read()
+
+
+def python_blocks():
+    return re.findall(r'```python\n(.*?)```', readme(), flags=re.S)
+
+
+def expand(name):
+    """The names ``a{b,c}[_d].py`` stands for: ab.py, ac.py, ab_d.py..."""
+    part = re.search(r'\{([^}]*)\}|\[([^]]*)\]', name)
+    if part is None:
+        return [name]
+    options = part.group(1).split(',') if part.group(1) is not None \
+        else ['', part.group(2)]
+    return [full for option in options for full in expand(
+        name[:part.start()] + option + name[part.end():])]
+
+
+def test_every_config_the_tables_name_exists():
+    """A table row's first cell names configs (or folders) under
+    ``configs/``; a name without a folder is in the one before it."""
+    paths = []
+    for cell in re.findall(r'^\| (`.*?) \|', readme(), flags=re.M):
+        folder = ''
+        for name in re.findall(r'`([^`]+)`', cell):
+            if '/' in name.rstrip('/'):
+                folder = name[:name.index('/') + 1]
+            else:
+                name = folder + name if name.endswith('.py') else name
+            paths += expand(name)
+    # the tables were read: ImageNet, SL-ViT, demo and downstream rows
+    assert {p.split('/')[0] for p in paths} >= {'tlalign', 'sl_vit', 'demo',
+                                                'upernet'}
+    assert [p for p in paths
+            if not osp.exists(osp.join(ROOT, 'configs', p))] == []
 
 
 def test_the_snippet_aligns():
