@@ -128,7 +128,7 @@ def _write_config(path, data_root, max_iters):
         f.write(CONFIG.format(data_root=data_root, max_iters=max_iters))
 
 
-def _run(*args, timeout=300):
+def _run(*args, timeout=600):
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     proc = subprocess.run([sys.executable, *args],
                           cwd=REPO_ROOT,
