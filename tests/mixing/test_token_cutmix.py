@@ -68,6 +68,8 @@ def test_token_box_is_the_official_rule_by_hand(monkeypatch, lam, centre,
     expected[y1:y2, x1:x2] = 1
     assert torch.equal(record.pixel_weights[0, 1], expected)
     assert torch.equal(record.source_index[:, 1], index)
+    # area_share holds kept (a Python float) as float32: within half an ulp
+    # (3e-8 in [0.5, 1)); 1e-7 is 1.7 ulp there
     assert record.area_share[0, 0].item() == pytest.approx(kept, abs=1e-7)
     torch.testing.assert_close(
         mixed_scores, kept * scores.float() + (1 - kept) * scores[index])
