@@ -12,19 +12,23 @@ from mmpretrain.structures import DataSample
 import tlalign_mm  # noqa: F401
 from tools.cost import step_cost
 
-# Real DeiT-S and Swin-T (the number of operations does not depend on the
-# batch; Swin-T at 224 has no padded window, as in training).
+# DeiT-S's and Swin-T's paths, narrowed: DeiT-S's 64-wide heads (the SDPA
+# path of head-mean attention), two blocks; Swin-T's geometry at 224 (four
+# stages, shifted windows, no padded window, as in training), 16 wide.
 MODELS_ = {
     'deit-small': dict(
-        backbone=dict(type='VisionTransformer', arch='deit-small',
-                      img_size=32, patch_size=16, drop_path_rate=0.1),
-        head=dict(type='VisionTransformerClsHead', in_channels=384),
+        backbone=dict(type='VisionTransformer', arch=dict(
+            embed_dims=128, num_layers=2, num_heads=2,
+            feedforward_channels=256), img_size=32, patch_size=16,
+            drop_path_rate=0.1),
+        head=dict(type='VisionTransformerClsHead', in_channels=128),
         side=32),
     'swin-tiny': dict(
-        backbone=dict(type='SwinTransformer', arch='tiny', img_size=224,
-                      drop_path_rate=0.2),
+        backbone=dict(type='SwinTransformer', arch=dict(
+            embed_dims=16, depths=[2, 2, 2, 2], num_heads=[1, 1, 2, 2]),
+            img_size=224, drop_path_rate=0.2),
         neck=dict(type='GlobalAveragePooling'),
-        head=dict(type='LinearClsHead', in_channels=768),
+        head=dict(type='LinearClsHead', in_channels=128),
         side=224),
 }
 
