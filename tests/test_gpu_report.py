@@ -127,6 +127,7 @@ def test_label_path_forces_and_names_the_path_then_restores(gpu_report):
     assert gpu_report.path_name(collections.Counter()) == 'softmax'
 
 
+@pytest.mark.e2e  # about 15 training steps, two compiled
 def test_a_failing_setting_is_reported_and_the_run_goes_on(gpu_report,
                                                           tmp_path,
                                                           monkeypatch):
