@@ -14,7 +14,8 @@ def pytest_configure(config):
     # the package, configs, tools, tests, setup.py and README.md.
     config.addinivalue_line(
         'markers',
-        'e2e: end-to-end runs of real configs on tiny data (slower)')
+        'e2e: starts a subprocess or trains more than a few steps '
+        '(the inner loop leaves them out: -m "not e2e")')
 
 
 @pytest.fixture(autouse=True)

@@ -192,6 +192,7 @@ def _check_op(ours, prob, op, index):
         assert ours['random_negative_prob'] == 0.
     else:
         assert 'random_negative_prob' not in ours  # mmpretrain's 0.5
+    # Python floats (float64), magnitudes up to 256: 1e-9 is over 10^4 ulp
     assert ours[arg] == pytest.approx(want, abs=1e-9)
     if direction is not None:
         assert ours['direction'] == direction
@@ -245,6 +246,8 @@ def test_sl_pipeline_is_the_originals(data):
     if pre.get('to_rgb', False):  # BGR images: the preprocessor flips
         fill = fill[::-1]
     normalised = (fill - np.array(pre.mean)) / np.array(pre.std)
+    # float64 arithmetic on the config's numbers, values ~0.5: numpy's
+    # default rtol 1e-7 is ~10^8 ulp
     np.testing.assert_allclose(normalised, mean, atol=1e-9)
 
 

@@ -19,12 +19,13 @@ interleaved repetitions in one process, so machine noise hits all alike:
   ``--compile`` makes them Python floats in every setting.
 
 Printed: the operations a TL-Align step dispatches beyond a CutMix step,
-per block (deterministic; ``tests/models/test_step_cost.py`` keeps a
-ceiling); median step time and the ratio to ``cutmix``; memory as the peak
+per block (deterministic; ``--ops-only`` prints it alone, untimed); median
+step time and the ratio to ``cutmix``; memory as the peak
 allocated on CUDA, or on CPU as the bytes autograd saves for backward (the
 part of the peak that TL-Align could change).
 
     .venv/bin/python tools/benchmark.py --model deit-small
+    .venv/bin/python tools/benchmark.py --model swin-tiny --ops-only
     .venv/bin/python tools/benchmark.py --model deit-small --compile
     .venv/bin/python tools/benchmark.py --model demo-vit --threads 1
     .venv/bin/python tools/benchmark.py --model deit-small --device cuda \
@@ -308,6 +309,9 @@ def main():
     parser.add_argument('--profile', action='store_true',
                         help='also print each setting\'s top operators '
                         '(torch.profiler, two steps)')
+    parser.add_argument('--ops-only', action='store_true',
+                        help='print the operations per block a TL-Align '
+                        'step adds (deterministic) and stop: no timing')
     args = parser.parse_args()
     demo = args.model.startswith('demo')
     for key, default in (('batch_size', DEMO['batch_size'] if demo else 16),
@@ -344,6 +348,10 @@ def main():
     per_block = extra_ops_per_block(args.model, dict(
         inputs=data['inputs'][:2], data_samples=data['data_samples'][:2]),
         args.num_classes)
+    if args.ops_only:
+        print(f'{args.model}: {per_block:.2f} operations per block, TL-Align '
+              'beyond CutMix (forward + backward)')
+        return
     if device.type == 'cuda':
         data['inputs'] = [x.to(device) for x in data['inputs']]
 

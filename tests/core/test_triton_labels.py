@@ -46,6 +46,7 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(OLD_INTERPRETER, reason='Triton interpreter < 3.8')
 def test_kernel_matches_float64_reference_in_the_interpreter():
     env = dict(os.environ, TRITON_INTERPRET='1')

@@ -193,6 +193,7 @@ class _OpensFile:
         return (open, (self.target, 'w'))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize('payload', ['code', 'hidden_object_dtype'])
 def test_crafted_cifar_file_is_refused(tmp_path, payload):
     """A CIFAR batch file that runs code when unpickled, or holds a numpy

@@ -75,6 +75,7 @@ def test_export_is_tensors_and_plain_meta(tmp_path, runner_checkpoint, to):
     assert meta['num_tensors'] == len(want)
 
 
+@pytest.mark.e2e
 def test_export_loads_without_tlalign_mm(tmp_path, runner_checkpoint):
     """In a bare Python with torch only, the export loads with
     weights_only=True; the Runner checkpoint it came from does not."""

@@ -110,29 +110,54 @@ def tiny_test_runner(config, data_root, tmp_path):
     return Runner.from_cfg(copy.deepcopy(cfg))
 
 
-def test_imagenet_c_config_reports_mce(tmp_path):
-    write_imagenet_c(str(tmp_path / 'c'), CORRUPTIONS, range(1, 6),
-                     imagenet_synsets()[:1])
+def scores_fixed(runner, scores):
+    """Make the runner's model score every image ``scores`` (1000,): the
+    head's last linear layer weightless, its bias the scores."""
+    fc = [m for m in runner.model.head.modules()
+          if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        fc.weight.zero_()
+        fc.bias.copy_(scores)
+
+
+def test_imagenet_c_config_reports_the_mce_of_its_errors(tmp_path):
+    """Two classes in every corruption and severity, a model that always
+    says the first: every cell's error is 1/2, so each CE is 100 * 0.5 /
+    AlexNet's error and the mCE their mean (a label off the ImageNet index,
+    or a cell left out, changes it)."""
+    synsets = imagenet_synsets()[3:5]
+    write_imagenet_c(str(tmp_path / 'c'), CORRUPTIONS, range(1, 6), synsets)
     runner = tiny_test_runner(
         config_path('robustness', 'deit-small_in1k_test-imagenet-c.py'),
         str(tmp_path / 'c'), tmp_path)
+    scores_fixed(runner, torch.eye(1000)[3])
     metrics = runner.test()
-    assert 0 <= metrics['imagenet_c/mCE'] and \
-        f'imagenet_c/CE/{CORRUPTIONS[0]}' in metrics
+    ce = {c: 100 * 0.5 / ALEXNET_ERR[c] for c in CORRUPTIONS}
+    for c in CORRUPTIONS:
+        assert metrics[f'imagenet_c/CE/{c}'] == pytest.approx(ce[c]), c
+    assert metrics['imagenet_c/mCE'] == pytest.approx(np.mean(list(
+        ce.values())))
 
 
-@pytest.mark.parametrize('name,folders', [
-    ('imagenet-a', lambda: subset_synsets('imagenet_a')[:2]),
-    ('imagenet-v2', lambda: ['0', '17']),
-])
-def test_a_and_v2_configs_run(tmp_path, name, folders):
-    write_class_folders(str(tmp_path / 'd'), folders())
-    runner = tiny_test_runner(
-        config_path('robustness', f'swin-tiny_in1k_test-{name}.py')
-        if name == 'imagenet-a' else
-        config_path('robustness', f'deit-tiny_in1k_test-{name}.py'),
-        str(tmp_path / 'd'), tmp_path)
-    metrics = runner.test()
-    key = 'subset_accuracy/top1' if name == 'imagenet-a' else \
-        'accuracy/top1'
-    assert key in metrics
+@pytest.mark.parametrize('name', ['imagenet-a', 'imagenet-v2'])
+def test_a_and_v2_configs_score_imagenet_indices(tmp_path, name):
+    """Two class folders and a model whose scores rank the second folder's
+    class (its ImageNet index) first, for ImageNet-A after a class outside
+    its 200 (the accuracy takes the arg-max over those 200 only): one of
+    the two images is right."""
+    scores = torch.zeros(1000)
+    if name == 'imagenet-a':
+        folders = subset_synsets('imagenet_a')[-2:]
+        label = imagenet_synsets().index(folders[1])
+        scores[max(i for i, f in enumerate(imagenet_synsets())
+                   if f not in subset_synsets('imagenet_a'))] = 2.
+        config, key = 'swin-tiny_in1k_test-imagenet-a.py', 'subset_accuracy'
+    else:  # ImageNet-V2's folders are the class indices
+        folders, label = ['0', '17'], 17
+        config, key = 'deit-tiny_in1k_test-imagenet-v2.py', 'accuracy'
+    scores[label] = 1.
+    write_class_folders(str(tmp_path / 'd'), folders)
+    runner = tiny_test_runner(config_path('robustness', config),
+                              str(tmp_path / 'd'), tmp_path)
+    scores_fixed(runner, scores)
+    assert runner.test()[f'{key}/top1'] == 50.

@@ -79,6 +79,8 @@ def test_vit_loads_every_tensor_after_full_init(vit_ckpt, scope):
     for key, value in sd.items():
         if key == 'pos_embed':
             value = resize_pos_embed(value, (2, 2), (4, 4), 'bicubic', 1)
+        # exact: the loaded tensor is the saved one (pos_embed resized by the
+        # same function, on the same input)
         torch.testing.assert_close(got[key], value, rtol=0, atol=0,
                                    msg=key)
 
@@ -246,6 +248,7 @@ def test_a_hint_only_adds_to_the_missing_file_error(tmp_path, monkeypatch,
     home_path = '~/' + path[len(str(tmp_path)) + 1:]
     target = build(VIT)
     StrictPretrainedInit(checkpoint=home_path, hint='run X first')(target)
+    # exact: a copy of the saved tensor
     torch.testing.assert_close(target.state_dict()['cls_token'],
                                sd['cls_token'], rtol=0, atol=0)
     with pytest.raises(CheckpointMismatchError, match='does not exist. run X'):

@@ -81,6 +81,10 @@ def test_per_sample_fields(batch_size, seed):
             assert pw.dtype == torch.float32
             assert targets.shape == (num_sources, NUM_CLASSES)
             assert cw.shape == (num_sources, )
+            # rtol=0, atol=1e-6 on shares and labels in [0, 1] (float32):
+            # 8 ulp of 1 (2^-23 = 1.2e-7); the sides differ by a few
+            # roundings (a two-term lam * a + (1 - lam) * b, a mean over
+            # the image's pixels)
             torch.testing.assert_close(
                 cw @ targets, sample.gt_score, rtol=0, atol=1e-6)
             torch.testing.assert_close(pw.mean((1, 2)), cw, rtol=0, atol=1e-6)
@@ -169,6 +173,7 @@ def test_one_line_mixes_as_cls_data_preprocessor(batch_size, sizes, stacked,
             assert sample.gt_score.dtype == ref_sample.gt_score.dtype
             assert torch.equal(sample.gt_label, ref_sample.gt_label)
             assert pw.shape[-2:] == out['inputs'].shape[-2:]
+            # as above: 8 ulp of 1
             torch.testing.assert_close(cw @ targets, sample.gt_score, rtol=0,
                                        atol=1e-6)
     # Every augment and the 'no mixing' branch were compared.

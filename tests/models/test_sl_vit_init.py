@@ -1,7 +1,6 @@
 """SPTLSAViTInit, the official SPT/LSA ViT initialisation, changes nothing
-for a backbone that does not ask for it: the demo's SL-ViT builds bit for
-bit as before (a589f54)."""
-import hashlib
+for a backbone that does not ask for it: the demo's SL-ViT initialises as
+mmpretrain's VisionTransformer does."""
 import os.path as osp
 
 import torch
@@ -26,14 +25,6 @@ def _demo_model():
     return MODELS.build(model_cfg)
 
 
-def _digest(model):
-    h = hashlib.sha256()
-    for k, v in sorted(model.state_dict().items()):
-        h.update(k.encode())
-        h.update(v.detach().contiguous().numpy().tobytes())
-    return h.hexdigest()[:16]
-
-
 def test_demo_sl_vit_initialises_as_mmpretrains_vit():
     """SLViT.init_weights without the official init_cfg is
     VisionTransformer.init_weights, random draws included."""
@@ -46,12 +37,3 @@ def test_demo_sl_vit_initialises_as_mmpretrains_vit():
     got, want = ours.state_dict(), reference.state_dict()
     assert got.keys() == want.keys()
     assert all(torch.equal(got[k], want[k]) for k in got)
-
-
-def test_demo_sl_vit_builds_bit_identically_to_a589f54():
-    """The digest of the demo's initialised SL-ViT (torch.manual_seed(0),
-    build, init_weights) computed at main a589f54 with this stack (torch
-    2.14.1 CPU, mmpretrain 1.2.0)."""
-    model = _demo_model()
-    model.init_weights()
-    assert _digest(model) == '151744af220fa645'
