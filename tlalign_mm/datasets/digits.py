@@ -3,7 +3,8 @@
 1,797 8x8 grey images of the digits 0-9 that ship inside scikit-learn, so
 the demo trains on real data with no download.
 """
-from typing import List, Optional, Sequence, Union
+from functools import lru_cache
+from typing import List, Optional, Sequence, Tuple, Union
 
 import mmcv
 import numpy as np
@@ -69,21 +70,19 @@ class Digits(BaseDataset):
             **kwargs)
 
     def load_data_list(self):
-        from sklearn.datasets import load_digits
         from sklearn.model_selection import train_test_split
-        digits = load_digits()
-        images = np.round(digits.images * (255 / 16)).astype(np.uint8)
+        images, targets = _digits()
         index = np.arange(len(images))
         train, test = train_test_split(
             index, test_size=self.test_ratio, random_state=self.split_seed,
-            stratify=digits.target)
+            stratify=targets)
         chosen = np.sort(train if self.split == 'train' else test)
         data_list = []
         for i in chosen:
             img = np.repeat(images[i][..., None], 3, axis=2)
             if self.scale is not None:
                 img = mmcv.imresize(img, self.scale, interpolation='bilinear')
-            data_list.append(dict(img=img, gt_label=int(digits.target[i])))
+            data_list.append(dict(img=img, gt_label=int(targets[i])))
         return data_list
 
     def __getitems__(self, indices: Sequence[int]) -> List[dict]:
@@ -142,6 +141,19 @@ class Digits(BaseDataset):
                 not isinstance(crop.pad_val, (int, float)):
             return None
         return crop, pack
+
+
+@lru_cache(maxsize=1)
+def _digits() -> Tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's digits as ``uint8`` images ``(N, 8, 8)`` and labels
+    ``(N,)``, read-only: read once per process (scikit-learn parses its
+    compressed CSV on every ``load_digits``), not once per dataset."""
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    images = np.round(digits.images * (255 / 16)).astype(np.uint8)
+    targets = digits.target.copy()
+    images.flags.writeable = targets.flags.writeable = False
+    return images, targets
 
 
 def _random_crop(images: torch.Tensor, crop: RandomCrop) -> torch.Tensor:
