@@ -190,9 +190,13 @@ def instrument(clock, runner, bare):
     def build_timed_dataloader(*args, **kwargs):
         loader = build_dataloader(*args, **kwargs)
         loader.collate_fn = clock.wrap('  collate', loader.collate_fn)
-        dataset = loader.dataset
-        dataset.prepare_data = clock.wrap('  transforms',
-                                          dataset.prepare_data)
+        # the dataset's samples and transforms: a batch at once where the
+        # dataset makes one (Digits), else sample by sample
+        dataset, name = loader.dataset, 'prepare_data'
+        if callable(getattr(dataset, '__getitems__', None)):
+            name = '__getitems__'
+        setattr(dataset, name,
+                clock.wrap('  transforms', getattr(dataset, name)))
         return loader
     patch(mock.patch.object(Runner, 'build_dataloader',
                             staticmethod(build_timed_dataloader)))
@@ -223,9 +227,10 @@ def instrument(clock, runner, bare):
     return stack
 
 
-def profile_run(train, config, options, work_dir, bare_n):
-    """One run of the job's, timed; returns the clock, the bare step's
-    times and the run's iteration count."""
+def profile_run(train, job, bare_n):
+    """One run of the job's (``run_demo``'s ``_train``, then its label
+    shift), timed; returns the clock, the bare step's times and the run's
+    iteration count."""
     clock = Clock()
     bare = BareSteps(clock, bare_n)
     build_runner, stacks, runners = train.build_runner, [], []
@@ -237,20 +242,18 @@ def profile_run(train, config, options, work_dir, bare_n):
         runners.append(runner)
         return runner
 
-    argv = sys.argv
-    sys.argv = ['tools/train.py', config, '--work-dir', work_dir,
-                '--cfg-options', *options]
-    train.build_runner = build
+    run_demo._TRAIN, train.build_runner = train, build
     try:
         with clock.span('tools/train.py main'):
-            train.main()
+            run_demo._train(job)
     finally:
-        sys.argv, train.build_runner = argv, build_runner
+        train.build_runner = build_runner
         for stack in stacks:
             stack.close()
     with clock.span('label shift'):
-        run_demo.label_shift(config, run_demo.final_checkpoint(work_dir),
-                             options)
+        run_demo.label_shift(job.config,
+                             run_demo.final_checkpoint(job.work_dir),
+                             job.options)
     return clock, bare.times, runners[0].train_loop.iter
 
 
@@ -351,20 +354,20 @@ def main(argv=None):
     now = time.perf_counter if args.clock == 'wall' else time.thread_time
     torch.set_num_threads(1)
     train = run_demo._import_train()
-    options = [f'randomness.seed={args.seed}'] + run_demo.epoch_options(
-        args.epochs) + list(args.cfg_options)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models:
-            for target in args.targets:
-                config = run_demo.config_path(model, target)
-                name = f'{model} {target}'
-                print(f'profiling {name} ...', flush=True)
-                with contextlib.redirect_stdout(sys.stderr):
-                    clock, bare, iters = profile_run(
-                        train, config, options,
-                        osp.join(tmp, name.replace(' ', '_')), args.bare)
-                rows.append(report(name, clock, bare, iters))
+        jobs = run_demo.make_jobs(run_demo.parse_args(
+            ['--models', *args.models, '--targets', *args.targets, '--seeds',
+             str(args.seed), '--work-dir', tmp] +
+            (['--epochs', str(args.epochs)] if args.epochs else []) +
+            (['--cfg-options', *args.cfg_options] if args.cfg_options
+             else [])))
+        for job in jobs:
+            name = f'{job.model} {job.target}'
+            print(f'profiling {name} ...', flush=True)
+            with contextlib.redirect_stdout(sys.stderr):
+                clock, bare, iters = profile_run(train, job, args.bare)
+            rows.append(report(name, clock, bare, iters))
     print_report(rows)
     print(f'\n({args.clock} clock, means; torch {torch.__version__}, '
           f'{torch.get_num_threads()} thread, {os.cpu_count()} logical '
