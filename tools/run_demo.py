@@ -42,8 +42,8 @@ os.environ['MKL_NUM_THREADS'] = '1'
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import os.path as osp  # noqa: E402
 import platform  # noqa: E402
@@ -384,46 +384,58 @@ def _duration(seconds: float) -> str:
     return f'{seconds // 60}m{seconds % 60:02d}s'
 
 
-class ProgressBar:
-    """One line over all runs: runs done, epochs done, elapsed, ETA (from
-    the epochs done so far); redrawn in place on a terminal, printed when a
-    run ends otherwise."""
+def paired_so_far(jobs: List[Job], records: Dict[int, dict]) -> str:
+    """Each row's paired difference over the seeds finished so far (both
+    targets of the seed done): mean and W/L/T, for the progress line."""
+    acc: Dict[str, Dict[str, Dict[int, float]]] = {}
+    for job in jobs:
+        record = records.get(job.index, {})
+        if 'top1' in record:
+            acc.setdefault(job.model, {}).setdefault(
+                job.target, {})[job.seed] = record['top1']
+    parts = []
+    for model, targets in acc.items():
+        base = targets.get(BASELINE, {})
+        for target, values in targets.items():
+            seeds = sorted(set(base) & set(values))
+            if target == BASELINE or not seeds:
+                continue
+            d = paired_difference({s: base[s] for s in seeds},
+                                  {s: values[s] for s in seeds})
+            parts.append(f'{model} {target} − {BASELINE} {d.mean:+.2f} '
+                         f'W/L/T {d.wins}/{d.losses}/{d.ties}')
+    return '; '.join(parts)
 
-    def __init__(self, num_runs: int, epochs_per_run: int, width: int = 30):
-        self.num_runs, self.epochs_per_run = num_runs, epochs_per_run
-        self.total = num_runs * epochs_per_run
-        self.width, self.start = width, time.time()
-        self.epochs: Dict[int, int] = {}
-        self.done = 0
+
+class ProgressLine:
+    """tqdm over the epochs of all runs (so the ETA moves within runs),
+    with the paired difference so far after it; redrawn in place on a
+    terminal, printed as a line when a run ends otherwise (a log)."""
+
+    def __init__(self, jobs: List[Job], epochs_per_run: int):
+        from tqdm import tqdm
+        self.jobs, self.epochs_per_run = jobs, epochs_per_run
         self.tty = sys.stdout.isatty()
+        self.bar = tqdm(total=len(jobs) * epochs_per_run, unit='epoch',
+                        desc=f'0/{len(jobs)} runs', dynamic_ncols=True,
+                        file=sys.stdout if self.tty else io.StringIO())
+        self.epochs: Dict[int, int] = {}
 
     def update(self, index: int, epochs: int) -> None:
-        self.epochs[index] = max(self.epochs.get(index, 0), epochs)
-        if self.tty:
-            self.draw()
+        epochs = min(max(epochs, self.epochs.get(index, 0)),
+                     self.epochs_per_run)
+        self.bar.update(epochs - self.epochs.get(index, 0))
+        self.epochs[index] = epochs
 
-    def finish_run(self, index: int) -> None:
-        self.epochs[index] = self.epochs_per_run
-        self.done += 1
-        self.draw()
-
-    def draw(self) -> None:
-        done = min(sum(self.epochs.values()), self.total)
-        elapsed = time.time() - self.start
-        eta = elapsed * (self.total - done) / done if done else math.nan
-        filled = int(self.width * done / max(self.total, 1))
-        line = (f'[{"#" * filled}{"." * (self.width - filled)}] '
-                f'{self.done}/{self.num_runs} runs, {done}/{self.total} '
-                f'epochs, elapsed {_duration(elapsed)}, ETA '
-                f'{_duration(eta) if done else "?"}')
-        if self.tty:
-            print('\r' + line, end='', flush=True)
-        else:
-            print(line, flush=True)
+    def finish_run(self, records: Dict[int, dict], index: int) -> None:
+        self.update(index, self.epochs_per_run)
+        self.bar.set_description_str(f'{len(records)}/{len(self.jobs)} runs')
+        self.bar.set_postfix_str(paired_so_far(self.jobs, records))
+        if not self.tty:
+            print(self.bar, flush=True)
 
     def close(self) -> None:
-        if self.tty:
-            print(flush=True)
+        self.bar.close()
 
 
 def _read_record(job: Job, exitcode: int) -> dict:
@@ -446,7 +458,7 @@ def run_all(jobs: List[Job], num_procs: int, epochs_per_run: int,
         _TRAIN = _import_train()
     ctx = multiprocessing.get_context('fork')
     _PROGRESS = ctx.Queue()
-    bar = None if quiet else ProgressBar(len(jobs), epochs_per_run)
+    bar = None if quiet else ProgressLine(jobs, epochs_per_run)
     waiting, running, records = list(jobs), {}, {}
     try:
         while waiting or running:
@@ -472,7 +484,7 @@ def run_all(jobs: List[Job], num_procs: int, epochs_per_run: int,
                 del running[index]
                 records[index] = _read_record(job, proc.exitcode)
                 if bar is not None:
-                    bar.finish_run(index)
+                    bar.finish_run(records, index)
     finally:
         for _, proc in running.values():  # interrupted: stop the others
             proc.terminate()
