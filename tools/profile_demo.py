@@ -19,6 +19,9 @@ machine hits both alike.
     .venv/bin/python tools/profile_demo.py --models ViT --targets TL-Align \
         --epochs 6
     .venv/bin/python tools/profile_demo.py --json profile.json
+    # torch.compile of the loss, paid once per process: 3 runs of a model
+    .venv/bin/python tools/profile_demo.py --models ViT --targets TL-Align \
+        --seeds 0 1 2 [--compile]
 
 The ratio the job is held to (issue 31) is ``iteration / bare``: a demo
 iteration in the training loop (data, step, every per-iteration hook) over
@@ -104,6 +107,25 @@ class Clock:
             self.calls[name] += 1
 
 
+def compile_loss(model):
+    """``model.loss`` under ``torch.compile`` (dynamic shapes: the last batch
+    of an epoch is smaller), with the drop-path rates as Python floats
+    (mmpretrain's numpy ones break the graph in every block). Runs in one
+    process share the compiled code: the first run of a model pays the
+    compile."""
+    for module in model.modules():
+        if hasattr(module, 'drop_prob'):
+            module.drop_prob = float(module.drop_prob)
+    model.loss = torch.compile(model.loss, dynamic=True)
+
+
+class CompileLoss(Hook):
+    priority = 'VERY_HIGH'
+
+    def before_train(self, runner):
+        compile_loss(runner.model)
+
+
 def bare_step(model, optimizer, batch):
     """Forward, loss, backward, AdamW: the model step alone."""
     losses = model(**batch, mode='loss')
@@ -119,15 +141,18 @@ class BareSteps(Hook):
     were after its first step, on the first batch the run's preprocessor
     mixed; the run's random state is left as it was."""
 
-    def __init__(self, clock, n=None):
+    def __init__(self, clock, n=None, compile=False):
         self.clock, self.n, self.times = clock, n, []
         self.model = self.batch = None
+        self.compile = compile
 
     def before_train(self, runner):
         cfg = copy.deepcopy(runner.cfg.model)
         cfg.setdefault('data_preprocessor', runner.cfg.get(
             'data_preprocessor'))
         self.model = runner.build_model(cfg)
+        if self.compile:
+            compile_loss(self.model)
         opt = runner.cfg.optim_wrapper.optimizer
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=opt.lr,
@@ -227,17 +252,19 @@ def instrument(clock, runner, bare):
     return stack
 
 
-def profile_run(train, job, bare_n):
+def profile_run(train, job, bare_n, compile=False):
     """One run of the job's (``run_demo``'s ``_train``, then its label
-    shift), timed; returns the clock, the bare step's times and the run's
-    iteration count."""
+    shift), timed, its loss compiled if asked; returns the clock, the bare
+    step's times and the run's iteration count."""
     clock = Clock()
-    bare = BareSteps(clock, bare_n)
+    bare = BareSteps(clock, bare_n, compile)
     build_runner, stacks, runners = train.build_runner, [], []
 
     def build(cfg):
         with clock.span('runner build'):
             runner = build_runner(cfg)
+        if compile:
+            runner.register_hook(CompileLoss())
         stacks.append(instrument(clock, runner, bare))
         runners.append(runner)
         return runner
@@ -337,7 +364,13 @@ def main(argv=None):
     parser.add_argument('--targets', nargs='+',
                         choices=list(run_demo.TARGETS),
                         default=list(run_demo.TARGETS))
-    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0],
+                        help='runs per model and target, one after the '
+                        'other in this process (default: seed 0)')
+    parser.add_argument('--compile', action='store_true',
+                        help='compile each run\'s loss (and the bare '
+                        'step\'s): the first run of a model pays the '
+                        'compile, the later ones reuse it')
     parser.add_argument('--epochs', type=int, default=None,
                         help='default: the recipe\'s 30')
     parser.add_argument('--bare', type=int, default=None,
@@ -358,15 +391,21 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         jobs = run_demo.make_jobs(run_demo.parse_args(
             ['--models', *args.models, '--targets', *args.targets, '--seeds',
-             str(args.seed), '--work-dir', tmp] +
+             *map(str, args.seeds), '--work-dir', tmp] +
             (['--epochs', str(args.epochs)] if args.epochs else []) +
             (['--cfg-options', *args.cfg_options] if args.cfg_options
              else [])))
-        for job in jobs:
+        models, targets = list(run_demo.MODELS), list(run_demo.TARGETS)
+        for job in sorted(jobs, key=lambda j: (models.index(j.model),
+                                               targets.index(j.target),
+                                               j.seed)):
             name = f'{job.model} {job.target}'
+            if len(args.seeds) > 1:
+                name += f' {job.seed}'
             print(f'profiling {name} ...', flush=True)
             with contextlib.redirect_stdout(sys.stderr):
-                clock, bare, iters = profile_run(train, job, args.bare)
+                clock, bare, iters = profile_run(train, job, args.bare,
+                                                 args.compile)
             rows.append(report(name, clock, bare, iters))
     print_report(rows)
     print(f'\n({args.clock} clock, means; torch {torch.__version__}, '
