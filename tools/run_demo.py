@@ -421,8 +421,13 @@ class ProgressLine:
         from tqdm import tqdm
         self.jobs, self.epochs_per_run = jobs, epochs_per_run
         self.tty = sys.stdout.isatty()
+        # a log gets plain lines: runs, epochs, elapsed, ETA, difference
+        line = None if self.tty else (
+            '{desc}, {n_fmt}/{total_fmt} epochs, elapsed {elapsed}, ETA '
+            '{remaining}{postfix}')
         self.bar = tqdm(total=len(jobs) * epochs_per_run, unit='epoch',
                         desc=f'0/{len(jobs)} runs', dynamic_ncols=True,
+                        bar_format=line,
                         file=sys.stdout if self.tty else io.StringIO())
         self.epochs: Dict[int, int] = {}
 
