@@ -237,7 +237,8 @@ def curves(records: List[dict]) -> dict:
                                                         sorted(v)])
                      for k, v in drift.items()},
         loss_epochs=sorted(loss),
-        loss=[sum(loss[e]) / len(loss[e]) for e in sorted(loss)])
+        loss=[sum(loss[e]) / len(loss[e]) for e in sorted(loss)],
+        iters=max((r['iter'] for r in records if 'iter' in r), default=0))
 
 
 def cfg_options(options) -> dict:
@@ -625,6 +626,18 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
     return '\n'.join(lines)
 
 
+def per_run_line(records: List[dict], jobs: int) -> str:
+    """The runs' mean wall time and training time per iteration, to predict
+    the job's time on another machine."""
+    wall = sum(r['wall_s'] for r in records) / len(records)
+    per_iter = [r['train_s'] / r['iters'] for r in records if r.get('iters')]
+    line = f'Per run: {wall:.1f} s on average ({jobs} at a time, one thread'
+    if per_iter:
+        line += (f'; training {1e3 * sum(per_iter) / len(per_iter):.1f} ms '
+                 'per iteration, validation and hooks included')
+    return line + ').'
+
+
 def write_outputs(work_dir: str, records: List[dict], models, targets,
                   meta: dict) -> dict:
     summary = summarize(records, models, targets)
@@ -758,6 +771,7 @@ def main(argv=None) -> dict:
     print('Per-run wall time (s): ' + ', '.join(
         f'{r["model"]} {r["target"]} {r["seed"]}: {r["wall_s"]:.0f}'
         for r in records))
+    print(per_run_line(records, meta['jobs']))
     print(f'Wrote {args.work_dir}/summary.json, summary.md, summary.png; '
           f'job wall time {_duration(meta["wall_s"])}.')
     return out

@@ -77,6 +77,8 @@ def test_summary_files_and_picture(job):
     assert '4/4 runs' in progress
     assert 'ViT TL-Align − CutMix' in progress and 'W/L/T' in progress
     assert 'job wall time' in out and 'Per-run wall time' in out
+    assert 'Per run: ' in out and 'ms per iteration' in out
+    assert all(r['iters'] == 4 for r in runs)  # 2 epochs of 2 batches
 
     # the picture: one model, two panels (3.6 x 6.0 inches at 100 dpi)
     import matplotlib.image
