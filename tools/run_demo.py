@@ -74,8 +74,7 @@ MODELS = {'ViT': 'vit-tiny-p4', 'SL-ViT': 'sl-vit-tiny-p4'}
 TARGETS = {'CutMix': 'cutmix', 'TL-Align': 'tlalign'}
 BASELINE = 'CutMix'
 # Twenty seeds per cell: five left a half-point effect undecided (issue 25);
-# the job (4 cells, 80 runs of 16-20 s) takes about 13 minutes on two idle
-# cores.
+# the job's time on two idle cores is in the README (Results).
 DEFAULT_SEEDS = 20
 RECIPE_EPOCHS, RECIPE_WARMUP = 30, 3
 
