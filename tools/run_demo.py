@@ -42,8 +42,8 @@ os.environ['MKL_NUM_THREADS'] = '1'
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import os.path as osp  # noqa: E402
 import platform  # noqa: E402
@@ -60,7 +60,7 @@ ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
-from mmengine.config import DictAction  # noqa: E402
+from mmengine.config import Config, DictAction  # noqa: E402
 from mmengine.hooks import Hook  # noqa: E402
 
 import tlalign_mm  # noqa: E402,F401  (registers modules)
@@ -74,8 +74,7 @@ MODELS = {'ViT': 'vit-tiny-p4', 'SL-ViT': 'sl-vit-tiny-p4'}
 TARGETS = {'CutMix': 'cutmix', 'TL-Align': 'tlalign'}
 BASELINE = 'CutMix'
 # Twenty seeds per cell: five left a half-point effect undecided (issue 25);
-# the job (4 cells, 80 runs of 16-20 s) takes about 13 minutes on two idle
-# cores.
+# the job's time on two idle cores is in the README (Results).
 DEFAULT_SEEDS = 20
 RECIPE_EPOCHS, RECIPE_WARMUP = 30, 3
 
@@ -141,7 +140,6 @@ def read_variants(path: str) -> List[Row]:
     """The rows of a ``--variants`` file, checked: a clear error for a
     missing or unknown key, an unknown model, a repeated or unusable name,
     or an option that is not ``key=value``."""
-    from mmengine.config import Config
     if not osp.isfile(path):
         raise SystemExit(f'--variants {path}: no such file.')
     variants = Config.fromfile(path).get('variants')
@@ -238,7 +236,8 @@ def curves(records: List[dict]) -> dict:
                                                         sorted(v)])
                      for k, v in drift.items()},
         loss_epochs=sorted(loss),
-        loss=[sum(loss[e]) / len(loss[e]) for e in sorted(loss)])
+        loss=[sum(loss[e]) / len(loss[e]) for e in sorted(loss)],
+        iters=max((r['iter'] for r in records if 'iter' in r), default=0))
 
 
 def cfg_options(options) -> dict:
@@ -313,11 +312,17 @@ class _EpochProgress(Hook):
 
 
 def _train(job: Job) -> None:
-    """``tools/train.py`` in this process, with the progress hook added."""
+    """``tools/train.py`` in this process, with the progress hook added and
+    the config's text left unformatted: mmengine formats a config with yapf
+    each time it prints or dumps one, four times per run (the log, the work
+    dir's copy, the visualizer's copy, the runtime info), about 0.15 s of
+    CPU each; the text is the same Python without the layout."""
     train = _TRAIN
     build_runner = train.build_runner
 
     def build_with_progress(cfg):
+        cfg = Config(cfg.to_dict(), cfg_text=cfg.text, filename=cfg.filename,
+                     format_python_code=False)
         runner = build_runner(cfg)
         if _PROGRESS is not None:
             runner.register_hook(_EpochProgress(job.index, _PROGRESS),
@@ -384,46 +389,63 @@ def _duration(seconds: float) -> str:
     return f'{seconds // 60}m{seconds % 60:02d}s'
 
 
-class ProgressBar:
-    """One line over all runs: runs done, epochs done, elapsed, ETA (from
-    the epochs done so far); redrawn in place on a terminal, printed when a
-    run ends otherwise."""
+def paired_so_far(jobs: List[Job], records: Dict[int, dict]) -> str:
+    """Each row's paired difference over the seeds finished so far (both
+    targets of the seed done): mean and W/L/T, for the progress line."""
+    acc: Dict[str, Dict[str, Dict[int, float]]] = {}
+    for job in jobs:
+        record = records.get(job.index, {})
+        if 'top1' in record:
+            acc.setdefault(job.model, {}).setdefault(
+                job.target, {})[job.seed] = record['top1']
+    parts = []
+    for model, targets in acc.items():
+        base = targets.get(BASELINE, {})
+        for target, values in targets.items():
+            seeds = sorted(set(base) & set(values))
+            if target == BASELINE or not seeds:
+                continue
+            d = paired_difference({s: base[s] for s in seeds},
+                                  {s: values[s] for s in seeds})
+            parts.append(f'{model} {target} − {BASELINE} {d.mean:+.2f} '
+                         f'W/L/T {d.wins}/{d.losses}/{d.ties}')
+    return '; '.join(parts)
 
-    def __init__(self, num_runs: int, epochs_per_run: int, width: int = 30):
-        self.num_runs, self.epochs_per_run = num_runs, epochs_per_run
-        self.total = num_runs * epochs_per_run
-        self.width, self.start = width, time.time()
-        self.epochs: Dict[int, int] = {}
-        self.done = 0
+
+class ProgressLine:
+    """tqdm over the epochs of all runs (so the ETA moves within runs),
+    with the paired difference so far after it; redrawn in place on a
+    terminal, printed as a line when a run ends otherwise (a log)."""
+
+    def __init__(self, jobs: List[Job], epochs_per_run: int):
+        from tqdm import tqdm
+        self.jobs, self.epochs_per_run = jobs, epochs_per_run
         self.tty = sys.stdout.isatty()
+        # a log gets plain lines: runs, epochs, elapsed, ETA, difference
+        line = None if self.tty else (
+            '{desc}, {n_fmt}/{total_fmt} epochs, elapsed {elapsed}, ETA '
+            '{remaining}{postfix}')
+        self.bar = tqdm(total=len(jobs) * epochs_per_run, unit='epoch',
+                        desc=f'0/{len(jobs)} runs', dynamic_ncols=True,
+                        bar_format=line,
+                        file=sys.stdout if self.tty else io.StringIO())
+        self.epochs: Dict[int, int] = {}
 
     def update(self, index: int, epochs: int) -> None:
-        self.epochs[index] = max(self.epochs.get(index, 0), epochs)
-        if self.tty:
-            self.draw()
+        epochs = min(max(epochs, self.epochs.get(index, 0)),
+                     self.epochs_per_run)
+        self.bar.update(epochs - self.epochs.get(index, 0))
+        self.epochs[index] = epochs
 
-    def finish_run(self, index: int) -> None:
-        self.epochs[index] = self.epochs_per_run
-        self.done += 1
-        self.draw()
-
-    def draw(self) -> None:
-        done = min(sum(self.epochs.values()), self.total)
-        elapsed = time.time() - self.start
-        eta = elapsed * (self.total - done) / done if done else math.nan
-        filled = int(self.width * done / max(self.total, 1))
-        line = (f'[{"#" * filled}{"." * (self.width - filled)}] '
-                f'{self.done}/{self.num_runs} runs, {done}/{self.total} '
-                f'epochs, elapsed {_duration(elapsed)}, ETA '
-                f'{_duration(eta) if done else "?"}')
-        if self.tty:
-            print('\r' + line, end='', flush=True)
-        else:
-            print(line, flush=True)
+    def finish_run(self, records: Dict[int, dict], index: int) -> None:
+        self.update(index, self.epochs_per_run)
+        self.bar.set_description_str(f'{len(records)}/{len(self.jobs)} runs')
+        self.bar.set_postfix_str(paired_so_far(self.jobs, records))
+        if not self.tty:
+            print(self.bar, flush=True)
 
     def close(self) -> None:
-        if self.tty:
-            print(flush=True)
+        self.bar.close()
 
 
 def _read_record(job: Job, exitcode: int) -> dict:
@@ -444,9 +466,12 @@ def run_all(jobs: List[Job], num_procs: int, epochs_per_run: int,
     global _TRAIN, _PROGRESS
     if _TRAIN is None:
         _TRAIN = _import_train()
+    # the digits, read once here (Digits caches them) for every forked run
+    from tlalign_mm.datasets import Digits
+    Digits(split='test')
     ctx = multiprocessing.get_context('fork')
     _PROGRESS = ctx.Queue()
-    bar = None if quiet else ProgressBar(len(jobs), epochs_per_run)
+    bar = None if quiet else ProgressLine(jobs, epochs_per_run)
     waiting, running, records = list(jobs), {}, {}
     try:
         while waiting or running:
@@ -472,7 +497,7 @@ def run_all(jobs: List[Job], num_procs: int, epochs_per_run: int,
                 del running[index]
                 records[index] = _read_record(job, proc.exitcode)
                 if bar is not None:
-                    bar.finish_run(index)
+                    bar.finish_run(records, index)
     finally:
         for _, proc in running.values():  # interrupted: stop the others
             proc.terminate()
@@ -598,6 +623,18 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
               f'{len(records)} runs, {meta["jobs"]} at a time, one thread '
               f'each ({meta["machine"]}).', '']
     return '\n'.join(lines)
+
+
+def per_run_line(records: List[dict], jobs: int) -> str:
+    """The runs' mean wall time and training time per iteration, to predict
+    the job's time on another machine."""
+    wall = sum(r['wall_s'] for r in records) / len(records)
+    per_iter = [r['train_s'] / r['iters'] for r in records if r.get('iters')]
+    line = f'Per run: {wall:.1f} s on average ({jobs} at a time, one thread'
+    if per_iter:
+        line += (f'; training {1e3 * sum(per_iter) / len(per_iter):.1f} ms '
+                 'per iteration, validation and hooks included')
+    return line + ').'
 
 
 def write_outputs(work_dir: str, records: List[dict], models, targets,
@@ -733,6 +770,7 @@ def main(argv=None) -> dict:
     print('Per-run wall time (s): ' + ', '.join(
         f'{r["model"]} {r["target"]} {r["seed"]}: {r["wall_s"]:.0f}'
         for r in records))
+    print(per_run_line(records, meta['jobs']))
     print(f'Wrote {args.work_dir}/summary.json, summary.md, summary.png; '
           f'job wall time {_duration(meta["wall_s"])}.')
     return out

@@ -3,7 +3,7 @@
 # vit-tiny-p4_1xb64-tlalign_digits.py; only the training target differs.
 _base_ = [
     '../_base_/datasets/digits_bs64.py',
-    'mmpretrain::_base_/default_runtime.py',
+    '../_base_/default_runtime.py',
 ]
 custom_imports = dict(imports=['tlalign_mm'], allow_failed_imports=False)
 

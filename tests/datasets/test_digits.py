@@ -1,9 +1,10 @@
-"""Digits: the split, and upsampling at load giving the bytes the Resize
-transform gives."""
+"""Digits: the split, upsampling at load giving the bytes the Resize
+transform gives, and a batch made at once giving the samples one by one."""
 from collections import Counter
 
 import numpy as np
 import pytest
+import torch
 from mmcv.transforms import Resize
 
 from tlalign_mm.datasets import Digits
@@ -50,3 +51,38 @@ def test_bad_arguments_are_named():
         Digits(scale=(16, ))
     with pytest.raises(ValueError, match='scale'):
         Digits(scale=0)
+
+
+CROP = dict(type='RandomCrop', crop_size=16, padding=1)
+PACK = dict(type='PackInputs')
+
+
+@pytest.mark.parametrize('pipeline', [
+    [CROP, PACK],  # the demo's training pipeline: batched
+    [PACK],  # its test pipeline: batched
+    [dict(CROP, crop_size=(14, 15), padding=None), PACK],  # batched
+    # not batched: a transform, an option the batch path does not follow
+    [CROP, dict(type='RandomFlip', prob=0.5), PACK],
+    [dict(CROP, pad_if_needed=True, crop_size=20), PACK],
+])
+def test_a_batch_is_the_samples_one_by_one(pipeline):
+    """``__getitems__`` (what DataLoader calls with a batch's indices) gives
+    the samples and the ``np.random`` draws of the per-sample pipeline."""
+    from mmengine.registry import init_default_scope
+    init_default_scope('mmpretrain')
+    dataset = Digits(split='train', scale=16, serialize_data=False,
+                     pipeline=pipeline)
+    indices = [5, 1400, 5, 0, 77, -1] + list(range(200, 264))
+    np.random.seed(3)
+    expected = [dataset[i] for i in indices]
+    after = np.random.get_state()[1].copy()
+    np.random.seed(3)
+    got = dataset.__getitems__(indices)
+    assert np.array_equal(np.random.get_state()[1], after)
+    assert len(got) == len(expected)
+    for ours, theirs in zip(got, expected):
+        assert ours['inputs'].dtype == theirs['inputs'].dtype == torch.uint8
+        assert torch.equal(ours['inputs'], theirs['inputs'])
+        a, b = ours['data_samples'], theirs['data_samples']
+        assert a.metainfo == b.metainfo and a.keys() == b.keys()
+        assert torch.equal(a.gt_label, b.gt_label)

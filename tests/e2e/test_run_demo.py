@@ -71,7 +71,14 @@ def test_summary_files_and_picture(job):
     assert 'p (paired t / Wilcoxon)' in md
     assert f"{paired['p_value']:.3f} / {paired['wilcoxon_p']:.3f}" in md
     assert md.strip() in out  # the table printed is the table written
+    # while it ran: a progress line per finished run (not a terminal), with
+    # the paired difference so far once a seed's two runs were done
+    progress = out[:out.index(md.strip())]
+    assert '4/4 runs' in progress
+    assert 'ViT TL-Align − CutMix' in progress and 'W/L/T' in progress
     assert 'job wall time' in out and 'Per-run wall time' in out
+    assert 'Per run: ' in out and 'ms per iteration' in out
+    assert all(r['iters'] == 4 for r in runs)  # 2 epochs of 2 batches
 
     # the picture: one model, two panels (3.6 x 6.0 inches at 100 dpi)
     import matplotlib.image
@@ -246,3 +253,21 @@ def test_variants_and_models_do_not_mix(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         run_demo.parse_args(['--variants', 'x.py', '--models', 'ViT'])
     assert 'leave out --models' in capsys.readouterr().err
+
+
+def test_progress_line_pairs_the_finished_seeds(monkeypatch, tmp_path):
+    """The progress line's difference is over the seeds both of whose runs
+    finished; a failed run counts for nothing."""
+    run_demo = load_run_demo(monkeypatch)
+    args = run_demo.parse_args(['--seeds', '0', '1', '2', '--models', 'ViT',
+                                '--work-dir', str(tmp_path)])
+    jobs = run_demo.make_jobs(args)
+    top1 = {('CutMix', 0): 90.0, ('TL-Align', 0): 91.0,
+            ('CutMix', 1): 90.0, ('TL-Align', 1): 89.5,
+            ('CutMix', 2): 80.0}  # seed 2's TL-Align run not done yet
+    records = {j.index: dict(top1=top1[j.target, j.seed]) for j in jobs
+               if (j.target, j.seed) in top1}
+    assert run_demo.paired_so_far(jobs, records) == \
+        'ViT TL-Align − CutMix +0.25 W/L/T 1/1/0'
+    records[jobs[-1].index] = dict(error='killed')
+    assert run_demo.paired_so_far(jobs, records).endswith('1/1/0')

@@ -1,12 +1,15 @@
 # scikit-learn's handwritten digits (ships with the package: no download),
 # upsampled from 8x8 to 16x16. A seeded, stratified 80/20 hold-out split.
 #
-# Per-sample work is kept to the random crop and packing: the dataset
-# upsamples every image once when it loads (`scale`, the bytes the
-# `Resize(scale=(16, 16), interpolation='bilinear')` transform gave), and the
-# data list stays a Python list (`serialize_data=False`: mmengine's
-# serialisation only saves memory across dataloader workers, and there are
-# none; it costs a pickle load per sample and a gc.collect per build).
+# The dataset upsamples every image once when it loads (`scale`, the bytes
+# the `Resize(scale=(16, 16), interpolation='bilinear')` transform gave), and
+# with these pipelines (RandomCrop with padding then PackInputs; PackInputs)
+# it makes each batch at once from one image tensor (`Digits.__getitems__`:
+# the samples and random draws of the per-sample pipeline, about 1/4 of its
+# time). The data list stays a Python list (`serialize_data=False`:
+# mmengine's serialisation only saves memory across dataloader workers, and
+# there are none; it costs a pickle load per sample and a gc.collect per
+# build).
 dataset_type = 'Digits'
 data_preprocessor = dict(
     num_classes=10,
