@@ -59,8 +59,8 @@ def test_the_padding_check_reads_the_geometry_exactly():
 
     from tlalign_mm.core.token_labels import _a_window_reads_only_padding
     checked = empty = 0
-    for size, k, s, p, d, lo, hi in product((1, 3, 7), (1, 2, 3), (1, 2, 4),
-                                            (0, 1, 3), (1, 2), (0, 2, 5),
+    for size, k, s, p, d, lo, hi in product((1, 7), (1, 2, 3), (1, 2, 4),
+                                            (0, 1, 3), (1, 2), (0, 5),
                                             (0, 3)):
         length = lo + size + hi + 2 * p
         if length < d * (k - 1) + 1:
@@ -75,7 +75,7 @@ def test_the_padding_check_reads_the_geometry_exactly():
             expected, (size, k, s, p, d, lo, hi)
         checked += 1
         empty += expected
-    assert checked > 500 and 50 < empty < checked - 50
+    assert checked > 200 and 20 < empty < checked - 20
 
 
 def test_padding_renormalises_the_paper_rule():

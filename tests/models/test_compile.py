@@ -30,7 +30,7 @@ SMALL = {
         side=32),
     'swin': dict(
         backbone=dict(type='SwinTransformer',
-                      arch=dict(embed_dims=16, depths=[2, 2],
+                      arch=dict(embed_dims=16, depths=[2, 1],
                                 num_heads=[1, 2]),
                       img_size=56, drop_path_rate=0.1, out_indices=(1, )),
         neck=dict(type='GlobalAveragePooling'),
