@@ -169,8 +169,7 @@ def _curve_bands(ax, curves: Dict[str, tuple],
 
 
 def seed_comparison(accuracy: Dict[str, Dict[str, Dict[int, float]]],
-                    curves: Dict[str, Dict[str, tuple]],
-                    path: str,
+                    curves: Dict[str, Dict[str, tuple]], path: str,
                     titles: Optional[Dict[str, str]] = None,
                     dpi: int = 100) -> str:
     """The main job's picture, a column per model: each seed's final

@@ -46,11 +46,8 @@ class RMSEMeter:
     """Accumulates the squared (and absolute) differences over batches."""
 
     def __init__(self):
-        self.sq_weights = 0.
-        self.abs_weights = 0.
-        self.sq_class = 0.
-        self.num_entries = 0
-        self.num_images = 0
+        self.sq_weights = self.abs_weights = self.sq_class = 0.
+        self.num_entries = self.num_images = 0
 
     def update(self, aligned: torch.Tensor, area: torch.Tensor,
                targets: torch.Tensor) -> None:

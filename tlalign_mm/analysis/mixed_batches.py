@@ -57,12 +57,8 @@ def build_mixer(mix: str = 'cutmix', alpha: float = 1.0):
     return MIXERS[mix](alpha=alpha)
 
 
-def mixed_batches(model,
-                  dataloader,
-                  mix: str = 'cutmix',
-                  alpha: float = 1.0,
-                  seed: int = 0,
-                  num_images: Optional[int] = None,
+def mixed_batches(model, dataloader, mix: str = 'cutmix', alpha: float = 1.0,
+                  seed: int = 0, num_images: Optional[int] = None,
                   max_batches: Optional[int] = None,
                   progress=None) -> Iterator[MixedBatch]:
     """Preprocess the dataloader's batches with the model's data

@@ -18,6 +18,7 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from tlalign_mm.models.aligned_forward import aligned_forward
 from tlalign_mm.models.families import describe
@@ -51,14 +52,12 @@ def cell_sources(image_hw: Tuple[int, int], cell: Tuple[int, int],
     source (row-major, as tokens are ordered), plus one source no pixel
     holds when ``extra`` (the class token's)."""
     H, W = image_hw
-    gh, gw = math.ceil(H / cell[0]), math.ceil(W / cell[1])
+    gw = math.ceil(W / cell[1])
     ys = torch.arange(H, device=device) // cell[0]
     xs = torch.arange(W, device=device) // cell[1]
-    index = (ys[:, None] * gw + xs[None, :]).reshape(-1)
-    S = gh * gw + int(extra)
-    weights = torch.zeros(S, H * W, device=device)
-    weights[index, torch.arange(H * W, device=device)] = 1
-    return weights.reshape(1, S, H, W).expand(batch_size, -1, -1, -1)
+    S = math.ceil(H / cell[0]) * gw + int(extra)
+    weights = F.one_hot(ys[:, None] * gw + xs, S).permute(2, 0, 1).float()
+    return weights.contiguous()[None].expand(batch_size, -1, -1, -1)
 
 
 @torch.no_grad()

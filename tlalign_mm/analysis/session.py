@@ -30,9 +30,8 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
 
 def build_model(cfg: Config, checkpoint: Optional[str] = None,
                 device='cpu', seed: int = 0) -> nn.Module:
-    """The config's model in eval mode, from ``checkpoint`` (loaded
-    strictly: an analysis of a partly loaded model would mean nothing) or,
-    with ``None`` / ``'none'``, initialised with ``seed``."""
+    """The config's model in eval mode from ``checkpoint``, strictly (a
+    partly loaded model's analysis means nothing), or seeded without one."""
     from mmpretrain.registry import MODELS
     model_cfg = cfg.model.copy()
     # As mmengine's Runner: a top-level data_preprocessor is the model's.

@@ -106,12 +106,8 @@ def load_cifar(data: bytes, path: str) -> Any:
 class _LocalCIFARMixin:
     """Replace mmpretrain's download-or-fail integrity check."""
 
-    def __init__(self,
-                 data_root: str = '',
-                 split: str = 'train',
-                 verify_md5: bool = True,
-                 download: bool = False,
-                 **kwargs):
+    def __init__(self, data_root: str = '', split: str = 'train',
+                 verify_md5: bool = True, download: bool = False, **kwargs):
         if download:
             raise ValueError(
                 f'{type(self).__name__} never downloads (download=True was '

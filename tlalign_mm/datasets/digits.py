@@ -40,13 +40,10 @@ class Digits(BaseDataset):
 
     METAINFO = {'classes': tuple(str(i) for i in range(10))}
 
-    def __init__(self,
-                 split: str = 'train',
-                 test_ratio: float = 0.2,
+    def __init__(self, split: str = 'train', test_ratio: float = 0.2,
                  split_seed: int = 0,
                  scale: Optional[Union[int, Sequence[int]]] = None,
-                 pipeline=(),
-                 **kwargs):
+                 pipeline=(), **kwargs):
         if split not in ('train', 'test'):
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         if isinstance(scale, int):
@@ -89,11 +86,9 @@ class Digits(BaseDataset):
             self.full_init()
         if self._images is None:  # once, from the data list
             infos = [self.get_data_info(i) for i in range(len(self))]
-            self._images = torch.from_numpy(np.stack(
-                [info['img'] for info in infos])).permute(0, 3, 1,
-                                                         2).contiguous()
-            self._labels = torch.tensor([int(info['gt_label'])
-                                         for info in infos])
+            images = torch.from_numpy(np.stack([i['img'] for i in infos]))
+            self._images = images.permute(0, 3, 1, 2).contiguous()
+            self._labels = torch.tensor([int(i['gt_label']) for i in infos])
         index = torch.as_tensor(indices, dtype=torch.long)
         index = torch.where(index < 0, index + len(self), index)
         images = self._images[index]

@@ -122,12 +122,9 @@ class _SubsetFolder(_FolderTestSet):
 @DATASETS.register_module()
 class ImageNetA(_SubsetFolder):
     """ImageNet-A (Hendrycks et al., 2021): 7,500 natural adversarial
-    examples of 200 ImageNet classes.
-
-    Labels are ImageNet-1k class indices; ``metainfo['subset_indices']``
-    lists the 200 classes, which :class:`SubsetAccuracy` restricts the
-    1000-way prediction to (the standard protocol).
-    """
+    examples of 200 classes, labelled with ImageNet-1k indices;
+    :class:`SubsetAccuracy` restricts the prediction to the 200 of
+    ``metainfo['subset_indices']`` (the standard protocol)."""
     SUBSET = 'imagenet_a'
     LAYOUT = ('    {root}/\n      n01498041/*.jpg\n      ...  '
               '(200 WordNet-id folders: the extracted imagenet-a.tar)')
@@ -144,12 +141,9 @@ class ImageNetR(_SubsetFolder):
 
 @DATASETS.register_module()
 class ImageNetV2(_FolderTestSet):
-    """ImageNetV2 (Recht et al., 2019), e.g. MatchedFrequency.
-
-    Its folders are named by ImageNet-1k class *index* (``0`` ... ``999``),
-    so a sorted-folder-name dataset (mmpretrain's ``CustomDataset``) would
-    mislabel it (``'10'`` sorts before ``'2'``); here the folder name is the
-    label.
+    """ImageNetV2 (Recht et al., 2019), e.g. MatchedFrequency, whose
+    folders are ImageNet-1k class *indices*: the name is the label (sorted
+    names, as mmpretrain's ``CustomDataset``, put ``'10'`` before ``'2'``).
     """
     LAYOUT = ('    {root}/\n      0/*.jpeg\n      1/*.jpeg\n      ...\n'
               '      999/*.jpeg  (e.g. the extracted '
@@ -167,28 +161,19 @@ class ImageNetV2(_FolderTestSet):
 
 @DATASETS.register_module()
 class ImageNetC(_FolderTestSet):
-    """ImageNet-C (Hendrycks & Dietterich, 2019).
-
-    Every sample carries its ``corruption`` and ``severity``; keep them in
-    the data sample with ``PackInputs(meta_keys=(..., 'corruption',
-    'severity'))`` for :class:`CorruptionError` (mCE).
-
-    Args:
-        data_root (str): the folder holding the corruption folders.
-        corruptions (Sequence[str]): defaults to the 15 of mCE.
-        severities (Sequence[int]): defaults to 1-5.
-        **kwargs: as :class:`mmpretrain.datasets.BaseDataset`.
-    """
+    """ImageNet-C (Hendrycks & Dietterich, 2019), of the ``corruptions``
+    (default: the 15 of mCE) and ``severities`` (1-5) under ``data_root``.
+    Each sample carries its ``corruption`` and ``severity``: keep them with
+    ``PackInputs(meta_keys=(..., 'corruption', 'severity'))`` for
+    :class:`CorruptionError` (mCE)."""
     LAYOUT = ('    {root}/\n      gaussian_noise/\n        1/n01440764/*.JPEG'
               '\n        ...\n        5/...\n      shot_noise/...\n      ...'
               '  (one folder per corruption, 1-5 per severity, the 1000 '
               'ImageNet WordNet ids below)')
 
-    def __init__(self,
-                 data_root: str,
+    def __init__(self, data_root: str,
                  corruptions: Sequence[str] = CORRUPTIONS,
-                 severities: Sequence[int] = (1, 2, 3, 4, 5),
-                 **kwargs):
+                 severities: Sequence[int] = (1, 2, 3, 4, 5), **kwargs):
         self.corruptions = tuple(corruptions)
         self.severities = tuple(int(s) for s in severities)
         super().__init__(data_root=data_root, **kwargs)

@@ -105,11 +105,11 @@ def _datasets(cfg: Mapping) -> Iterable[Mapping]:
             yield from _datasets(item)
 
 
+LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+
+
 def check_config_datasets(cfg: Mapping,
-                          loaders: Iterable[str] = ('train_dataloader',
-                                                    'val_dataloader',
-                                                    'test_dataloader')
-                          ) -> None:
+                          loaders: Iterable[str] = LOADERS) -> None:
     """:func:`check_dataset_layout` for the datasets of ``cfg``'s
     ``loaders`` (those set and not None)."""
     for key in loaders:

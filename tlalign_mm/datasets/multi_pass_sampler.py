@@ -57,11 +57,8 @@ class MultiPassSampler(Sampler):
             syncs it. Defaults to None.
     """
 
-    def __init__(self,
-                 dataset: Sized,
-                 num_passes: float = 3,
-                 shuffle: bool = True,
-                 seed: Optional[int] = None):
+    def __init__(self, dataset: Sized, num_passes: float = 3,
+                 shuffle: bool = True, seed: Optional[int] = None):
         if not num_passes > 0:
             raise ValueError(
                 f'MultiPassSampler: num_passes must be > 0, got {num_passes}.')

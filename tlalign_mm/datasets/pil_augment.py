@@ -36,9 +36,8 @@ class _ThroughPIL:
     def _set_channel_order(self, channel_order: str) -> None:
         if channel_order not in CHANNEL_ORDERS:
             raise ValueError(
-                f'{type(self).__name__}: channel_order must be one of '
-                f'{CHANNEL_ORDERS} (the order of the image array: "bgr" '
-                'from LoadImageFromFile, "rgb" for mmpretrain\'s CIFAR), '
+                f'{type(self).__name__}: channel_order must be "bgr" (the '
+                'arrays of LoadImageFromFile) or "rgb" (mmpretrain\'s CIFAR), '
                 f'got {channel_order!r}.')
         self.channel_order = channel_order
 
@@ -75,15 +74,11 @@ class PILRotate(_ThroughPIL, Rotate):
     ``'bilinear'`` or ``'bicubic'``; a 3-value ``pad_val`` is in the
     array's ``channel_order``; the rest as ``Rotate``."""
 
-    def __init__(self,
-                 angle: Optional[float] = None,
-                 center: Optional[tuple] = None,
-                 scale: float = 1.0,
-                 pad_val: Union[int, Sequence[int]] = 128,
-                 prob: float = 0.5,
+    def __init__(self, angle: Optional[float] = None,
+                 center: Optional[tuple] = None, scale: float = 1.0,
+                 pad_val: Union[int, Sequence[int]] = 128, prob: float = 0.5,
                  random_negative_prob: float = 0.5,
-                 interpolation: str = 'nearest',
-                 channel_order: str = 'bgr',
+                 interpolation: str = 'nearest', channel_order: str = 'bgr',
                  **kwargs):
         if center is not None or scale != 1.0:
             raise ValueError(
@@ -115,11 +110,8 @@ class _PILEnhance(_ThroughPIL):
     """An ``ImageEnhance`` op at ``1 + magnitude`` (Color, Contrast)."""
     _enhancer: type
 
-    def __init__(self,
-                 magnitude: Optional[float] = None,
-                 prob: float = 0.5,
-                 random_negative_prob: float = 0.5,
-                 channel_order: str = 'bgr',
+    def __init__(self, magnitude: Optional[float] = None, prob: float = 0.5,
+                 random_negative_prob: float = 0.5, channel_order: str = 'bgr',
                  **kwargs):
         super().__init__(magnitude=magnitude, prob=prob,
                          random_negative_prob=random_negative_prob, **kwargs)

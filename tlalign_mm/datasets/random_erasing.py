@@ -41,29 +41,21 @@ class ZhongRandomErasing(BaseTransform):
             min_aspect]`` (``r1``). Defaults to 0.3.
     """
 
-    def __init__(self,
-                 fill: Sequence[float],
-                 erase_prob: float = 0.5,
-                 min_area_ratio: float = 0.02,
-                 max_area_ratio: float = 0.4,
+    def __init__(self, fill: Sequence[float], erase_prob: float = 0.5,
+                 min_area_ratio: float = 0.02, max_area_ratio: float = 0.4,
                  min_aspect: float = 0.3):
-        if not 0 <= erase_prob <= 1:
-            raise ValueError(
-                f'ZhongRandomErasing: erase_prob must be in [0, 1], got '
-                f'{erase_prob}.')
-        if not 0 < min_area_ratio <= max_area_ratio <= 1:
-            raise ValueError(
-                'ZhongRandomErasing: need 0 < min_area_ratio <= '
-                f'max_area_ratio <= 1, got {min_area_ratio}, '
-                f'{max_area_ratio}.')
-        if not 0 < min_aspect <= 1:
-            raise ValueError(
-                'ZhongRandomErasing: min_aspect must be in (0, 1] (the range '
-                f'is [min_aspect, 1/min_aspect]), got {min_aspect}.')
-        if len(fill) != 3:
-            raise ValueError(
-                'ZhongRandomErasing: fill needs one value per channel of an '
-                f'RGB/BGR image, got {fill}.')
+        for ok, need, got in (
+                (0 <= erase_prob <= 1, '0 <= erase_prob <= 1', erase_prob),
+                (0 < min_area_ratio <= max_area_ratio <= 1,
+                 '0 < min_area_ratio <= max_area_ratio <= 1',
+                 (min_area_ratio, max_area_ratio)),
+                (0 < min_aspect <= 1, '0 < min_aspect <= 1 (the range is '
+                 '[min_aspect, 1/min_aspect])', min_aspect),
+                (len(fill) == 3, 'a fill value per channel of an RGB/BGR '
+                 'image', fill)):
+            if not ok:
+                raise ValueError(f'ZhongRandomErasing needs {need}, got '
+                                 f'{got}.')
         self.fill = tuple(float(v) for v in fill)
         self.erase_prob = erase_prob
         self.min_area_ratio = min_area_ratio
@@ -87,10 +79,8 @@ class ZhongRandomErasing(BaseTransform):
             if w < width and h < height:
                 top = random.randint(0, height - h)
                 left = random.randint(0, width - w)
-                if img.ndim == 3 and img.shape[2] == 3:
-                    img[top:top + h, left:left + w] = self.fill
-                else:
-                    img[top:top + h, left:left + w] = self.fill[1]
+                img[top:top + h, left:left + w] = self.fill if (
+                    img.ndim == 3 and img.shape[2] == 3) else self.fill[1]
                 return results
         return results
 

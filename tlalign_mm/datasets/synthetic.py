@@ -28,11 +28,8 @@ def _save_jpg(path: str, hw: Tuple[int, int], rng) -> None:
     Image.fromarray(img).save(path, quality=90)
 
 
-def write_ade20k(root: str,
-                 n_train: int = 4,
-                 n_val: int = 1,
-                 hw: Tuple[int, int] = (64, 80),
-                 seed: int = 0) -> str:
+def write_ade20k(root: str, n_train: int = 4, n_val: int = 1,
+                 hw: Tuple[int, int] = (64, 80), seed: int = 0) -> str:
     """``images/{training,validation}/*.jpg`` and
     ``annotations/{training,validation}/*.png`` (uint8, 0 = other/ignored,
     1-150 the classes; mmseg's ``reduce_zero_label=True`` maps them to
@@ -60,11 +57,8 @@ def coco_classes() -> Sequence[str]:
     return CocoDataset.METAINFO['classes']
 
 
-def write_coco(root: str,
-               n_train: int = 4,
-               n_val: int = 1,
-               hw: Tuple[int, int] = (64, 96),
-               seed: int = 0) -> str:
+def write_coco(root: str, n_train: int = 4, n_val: int = 1,
+               hw: Tuple[int, int] = (64, 96), seed: int = 0) -> str:
     """``{train,val}2017/*.jpg`` and ``annotations/instances_{train,
     val}2017.json`` with the 80 COCO categories (official ids), two
     objects per image with polygon masks."""
@@ -130,11 +124,9 @@ def write_cifar(root: str, kind: str = 'cifar10', per_file: int = 2,
     rng = _rng(seed)
     if kind == 'cifar10':
         folder = osp.join(root, 'cifar-10-batches-py')
-        for i in range(1, 6):
-            _dump(osp.join(folder, f'data_batch_{i}'),
+        for name in [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']:
+            _dump(osp.join(folder, name),
                   _cifar_batch(per_file, 10, 'labels', rng))
-        _dump(osp.join(folder, 'test_batch'),
-              _cifar_batch(per_file, 10, 'labels', rng))
         _dump(osp.join(folder, 'batches.meta'),
               {'label_names': [f'class{i}' for i in range(10)]})
     elif kind == 'cifar100':
