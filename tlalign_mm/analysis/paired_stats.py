@@ -119,15 +119,10 @@ def paired_difference(baseline: Mapping[int, float],
     low, high, p_value = t_interval(diffs, confidence)
     d = spread(diffs)
     return PairedDifference(
-        seeds=seeds,
-        baseline=spread([baseline[s] for s in seeds]),
+        seeds=seeds, baseline=spread([baseline[s] for s in seeds]),
         treatment=spread([treatment[s] for s in seeds]),
-        diffs=tuple(float(x) for x in diffs),
-        mean=d.mean,
-        std=d.std,
-        ci=(low, high),
-        confidence=confidence,
-        p_value=p_value,
+        diffs=tuple(float(x) for x in diffs), mean=d.mean, std=d.std,
+        ci=(low, high), confidence=confidence, p_value=p_value,
         wilcoxon_p=wilcoxon_p(diffs, tie_tol),
         wins=int((diffs > tie_tol).sum()),
         losses=int((diffs < -tie_tol).sum()),
