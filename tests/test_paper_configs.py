@@ -102,6 +102,11 @@ CLAIMS = [
                                         num_repeats=3)),
     (TRANSFER, 'model.backbone.drop_path_rate', 0.0),
     (TRANSFER, f'{PIPE}.RandomErasing', ABSENT),
+    # mmpretrain's DeiT-S recipe, its CutMix 1.0 swapped for ResizeMix at
+    # mmpretrain's defaults (resizemix.py:55-61)
+    ('tlalign/deit-small_4xb256-resizemix*_in1k.py', 'model.train_cfg',
+     dict(augments=[dict(type='Mixup', alpha=0.8), dict(
+         type='ResizeMix', alpha=1.0, lam_min=0.1, lam_max=0.8)])),
     # Cascade Mask R-CNN 3x: AdamW 1e-4, 500 warm-up iterations, 36
     # epochs, steps at 27 and 33
     (CASCADE, 'param_scheduler', [
