@@ -47,14 +47,19 @@ def config_paths(root: str = ROOT) -> list:
         if '_base_' not in osp.relpath(p, root).split(os.sep))
 
 
+@functools.lru_cache(maxsize=None)
+def config_variables(root: str = ROOT) -> frozenset:
+    """The ``{{$VAR:default}}`` variables any config or base reads."""
+    return frozenset(n for p in glob.glob(
+        osp.join(root, 'configs', '**', '*.py'), recursive=True)
+        for n in re.findall(r'\{\{\s*\$(\w+)', open(p).read()))
+
+
 @contextlib.contextmanager
 def defaults_only(root: str = ROOT):
-    """The configs' (and bases') environment variables unset, restored
-    afterwards."""
-    names = {n for p in glob.glob(osp.join(root, 'configs', '**', '*.py'),
-                                  recursive=True)
-             for n in re.findall(r'\{\{\s*\$(\w+)', open(p).read())}
-    saved = {k: os.environ.pop(k) for k in names if k in os.environ}
+    """The configs' environment variables unset, restored afterwards."""
+    saved = {k: os.environ.pop(k) for k in config_variables(root)
+             if k in os.environ}
     try:
         yield
     finally:
