@@ -251,12 +251,11 @@ def test_an_epoch_is_the_originals(pattern, images, world, iterations,
     for module in ('mmpretrain.datasets.samplers.repeat_aug',
                    'tlalign_mm.datasets.multi_pass_sampler'):
         monkeypatch.setattr(f'{module}.get_dist_info', lambda: (0, world))
-    cfg = load(pattern).train_dataloader
-    cfg.update(dataset=list(range(images)), num_workers=0,
+    cfg = dict(load(pattern).train_dataloader.to_dict(), num_workers=0,
                persistent_workers=False)
+    cfg['dataset'] = range(images)  # a dataset object is taken as it is
     with DefaultScope.overwrite_default_scope('mmpretrain'):
-        assert len(Runner.build_dataloader(cfg.to_dict(), seed=0)) == \
-            iterations
+        assert len(Runner.build_dataloader(cfg, seed=0)) == iterations
 
 
 @pytest.mark.parametrize('path, names', [
