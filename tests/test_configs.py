@@ -115,22 +115,18 @@ def test_a_tlalign_config_is_its_twin_plus_the_classifier(path):
     model, twin_model = ours['model'], twin['model']
     assert model['type'] == 'TLAlignClassifier'
     target = TL_TAG.search(osp.basename(path))[2]
-    if target == 'transmix':
-        assert model['target'] == 'transmix'
-    else:
-        assert model.get('target', 'tlalign') == 'tlalign'
+    assert model.get('target', 'tlalign') == (
+        'transmix' if target == 'transmix' else 'tlalign')
     if target.startswith('tlalign-'):  # an ablation: its option
         assert 'model.align_cfg' in changed
-    # The twin rule: mmpretrain's classifier with its own augments, or,
-    # for an augment mmpretrain has not (token CutMix, the DeiT paper
-    # recipe), TLAlignClassifier itself on the area target.
-    augments = [a['type'] for a in twin_model['train_cfg']['augments']]
-    if twin_model['type'] == 'ImageClassifier':
-        assert set(augments) <= set(MMPRETRAIN_AUGMENTS), augments
-    else:
-        assert twin_model['type'] == 'TLAlignClassifier'
-        assert twin_model['target'] == 'cutmix'
-        assert not set(augments) <= set(MMPRETRAIN_AUGMENTS), augments
+    # The twin: mmpretrain's classifier with its own augments, or, for an
+    # augment mmpretrain has not (token CutMix, the DeiT paper recipe),
+    # TLAlignClassifier itself on the area target.
+    plain = {a['type'] for a in twin_model['train_cfg']['augments']} <= set(
+        MMPRETRAIN_AUGMENTS)
+    assert (twin_model['type'], twin_model.get('target')) == (
+        ('ImageClassifier', None) if plain else ('TLAlignClassifier',
+                                                 'cutmix'))
 
 
 def unscoped(obj):
@@ -173,19 +169,3 @@ def test_a_cutmix_twin_on_an_mmpretrain_config_is_its_recipe(path, recipe):
     if checkpoint in changed:
         assert theirs['model']['backbone']['init_cfg']['checkpoint'] == ''
     assert changed <= {'custom_hooks', checkpoint}, changed
-
-
-def test_the_resizemix_twin_only_swaps_cutmix_for_resizemix():
-    """The ResizeMix recipe is the DeiT-S CutMix twin with its CutMix 1.0
-    swapped for ResizeMix at mmpretrain's defaults (resizemix.py:55-61)."""
-    ours = load('configs/tlalign/deit-small_4xb256-resizemix_in1k.py')
-    twin = load('configs/tlalign/deit-small_4xb256-cutmix_in1k.py')
-    ours, twin = ours.to_dict(), twin.to_dict()
-    augments = ours['model']['train_cfg'].pop('augments')
-    twin_augments = twin['model']['train_cfg'].pop('augments')
-    assert twin_augments == [dict(type='Mixup', alpha=0.8),
-                             dict(type='CutMix', alpha=1.0)]
-    assert augments == [
-        dict(type='Mixup', alpha=0.8),
-        dict(type='ResizeMix', alpha=1.0, lam_min=0.1, lam_max=0.8)]
-    assert not differences(ours, twin)

@@ -1,18 +1,21 @@
-"""The paper-recipe configs hold the originals' hyper-parameters, read from
-the merged configs (not the file text): the official TL-Align code for DeiT
-(Euphoria16/TL-Align main_tla.py defaults), Swin's recipe, the paper's
-B-model protocol, the SPT/LSA code's model settings and mixing, DeiT's
-transfer recipe and the Swin authors' Cascade Mask R-CNN schedule. Each
-expected value is written here from the source named in the config's
-header, not copied from the config."""
+"""The configs hold the recipes their headers state, read from the resolved
+dicts: the official TL-Align code for the DeiT paper recipe
+(Euphoria16/TL-Align main_tla.py), Swin's recipe (microsoft/Swin-Transformer
+config.py), the paper's B-model protocol, SPT_LSA_ViT's main.py, DeiT's
+transfer recipe (facebookresearch/deit issue 45) and the Swin authors'
+Cascade Mask R-CNN 3x schedule. Each expected value is written here from
+the source the config's header names, not copied from the config; a
+pattern row holds for every config it matches. What follows from a schedule
+or a sampler (the lr curve, an epoch's length, the initial weights) is
+computed from the built objects."""
+import glob
 import math
 import os.path as osp
 
 import pytest
 import torch
-from mmengine.config import Config
 from mmengine.optim import OptimWrapper
-from mmengine.optim.scheduler import CosineAnnealingLR, LinearLR
+from mmengine.registry import PARAM_SCHEDULERS, DefaultScope
 from mmpretrain.registry import MODELS
 
 import tlalign_mm  # noqa: F401
@@ -20,206 +23,285 @@ import tlalign_mm  # noqa: F401
 from . import config_snapshot
 
 
-def load(rel_path: str) -> Config:
+def load(rel_path: str):
     """The config ``configs/<rel_path>``, parsed once per session."""
     return config_snapshot.load(osp.join('configs', rel_path))
 
 
-DEIT = ['deit-tiny', 'deit-small', 'deit-base']
+DEIT_PAPER = 'tlalign/deit-*_8xb128-amp-paper-tlalign_in1k.py'
+SWIN_PAPER = 'tlalign/swin-*_16xb64-amp-paper-tlalign_in1k.py'
+B_MODEL = 'tlalign/*-base_16xb64-ft40e-tlalign_in1k.py'
+TRANSFER, CASCADE = 'transfer/*.py', 'cascade_mask_rcnn/*.py'
+SL = 'sl_vit/*.py'
+OPT, TRAIN = 'optim_wrapper.optimizer', 'train_dataloader'
+PIPE = 'train_dataloader.dataset.pipeline'
+ABSENT = 'absent'
+ADAMW = dict(type='AdamW', eps=1e-8, betas=(0.9, 0.999))
+# (configs, dotted key (a list item by index or by its type), the value; of
+# a dict, the items it names)
+CLAIMS = [
+    # main_tla.py: --drop-path 0.1; --mixup 0.0 --cutmix 1.0 --mixup-prob
+    # 1.0: token CutMix every batch; --smoothing 0.1
+    (DEIT_PAPER, 'model', dict(
+        target='tlalign', align_cfg=dict(follow_drop_path=False),
+        train_cfg=dict(augments=[dict(type='TLTokenCutMix', alpha=1.0,
+                                      box_units='tokens')]))),
+    (DEIT_PAPER, 'model.backbone.drop_path_rate', 0.1),
+    (DEIT_PAPER, 'model.head.loss', dict(
+        type='LabelSmoothLoss', label_smooth_val=0.1, mode='original')),
+    # 8 GPUs x --batch-size 128, repeated augmentation, drop_last
+    (DEIT_PAPER, TRAIN, dict(batch_size=128, drop_last=True, sampler=dict(
+        type='RepeatAugSampler', num_repeats=3, shuffle=True))),
+    (DEIT_PAPER, 'auto_scale_lr.base_batch_size', 1024),
+    # --reprob 0.25 'pixel', rand-m9-mstd0.5
+    (DEIT_PAPER, f'{PIPE}.RandomErasing', dict(erase_prob=0.25, mode='rand')),
+    (DEIT_PAPER, f'{PIPE}.RandAugment', dict(magnitude_level=9,
+                                             magnitude_std=0.5)),
+    # --opt adamw, lr 5e-4 x 1024 / 512, no clipping, NativeScaler
+    (DEIT_PAPER, OPT, dict(ADAMW, lr=1e-3, weight_decay=0.05)),
+    (DEIT_PAPER, 'optim_wrapper', dict(type='AmpOptimWrapper',
+                                       clip_grad=None)),
+    (DEIT_PAPER, 'train_cfg.max_epochs', 300),
+    (DEIT_PAPER, 'custom_hooks.EMAHook', ABSENT),  # --model-ema off
+    (DEIT_PAPER, 'randomness', dict(seed=0, diff_rank_seed=True)),
+    # Swin's configs/swin/*.yaml and config.py, AMP, 16 x 64
+    ('tlalign/swin-tiny_16xb64-amp-paper-*_in1k.py',
+     'model.backbone.drop_path_rate', 0.2),
+    ('tlalign/swin-small_16xb64-amp-paper-*_in1k.py',
+     'model.backbone.drop_path_rate', 0.3),
+    (SWIN_PAPER, 'model', dict(align_cfg=dict(follow_drop_path=False),
+                               train_cfg=dict(augments=[
+                                   dict(type='Mixup', alpha=0.8),
+                                   dict(type='CutMix', alpha=1.0)]))),
+    (SWIN_PAPER, OPT, dict(ADAMW, lr=5e-4 * 1024 / 512, weight_decay=0.05)),
+    (SWIN_PAPER, 'optim_wrapper', dict(type='AmpOptimWrapper',
+                                       clip_grad=dict(max_norm=5.0))),
+    (SWIN_PAPER, TRAIN, dict(batch_size=64, drop_last=True)),
+    (SWIN_PAPER, 'train_cfg.max_epochs', 300),
+    # the B protocol: 40 epochs from the official checkpoint, constant lr
+    # 1e-5 at 1024 images (after the lr x batch / 512 scaling), wd 1e-8
+    ('tlalign/deit-base_16xb64-ft40e-tlalign_in1k.py', 'load_from',
+     'checkpoints/deit-base_3rdparty_pt-16xb64_in1k_20211124-6f40c188.pth'),
+    ('tlalign/swin-base_16xb64-ft40e-tlalign_in1k.py', 'load_from',
+     'checkpoints/swin_base_patch4_window7_224-4670dd19.pth'),
+    (B_MODEL, OPT, dict(lr=1e-5, weight_decay=1e-8)),
+    (B_MODEL, 'param_scheduler.0.type', 'ConstantLR'),
+    (B_MODEL, 'param_scheduler.1', ABSENT),
+    (B_MODEL, 'train_cfg.max_epochs', 40),
+    (B_MODEL, 'model.align_cfg.follow_drop_path', False),
+    (B_MODEL, TRAIN, dict(batch_size=64, drop_last=True)),
+    (B_MODEL, 'auto_scale_lr.base_batch_size', 1024),
+    ('tlalign/deit-base_16xb64-ft40e-tlalign_in1k.py', 'model.train_cfg.'
+     'augments.0.type', 'TLTokenCutMix'),  # the official code's --finetune
+    # DeiT's transfer recipe: SGD 0.01 nesterov, 8 x 96, no erasing
+    (TRANSFER, OPT, dict(type='SGD', lr=0.01, momentum=0.9,
+                         weight_decay=1e-4, nesterov=True)),
+    (TRANSFER, 'optim_wrapper.type', 'AmpOptimWrapper'),
+    (TRANSFER, TRAIN, dict(batch_size=96, drop_last=True)),  # main.py:241
+    (TRANSFER, f'{TRAIN}.sampler', dict(type='RepeatAugSampler',
+                                        num_repeats=3)),
+    (TRANSFER, 'model.backbone.drop_path_rate', 0.0),
+    (TRANSFER, f'{PIPE}.RandomErasing', ABSENT),
+    # mmpretrain's DeiT-S recipe, its CutMix 1.0 swapped for ResizeMix at
+    # mmpretrain's defaults (resizemix.py:55-61)
+    ('tlalign/deit-small_4xb256-resizemix*_in1k.py', 'model.train_cfg',
+     dict(augments=[dict(type='Mixup', alpha=0.8), dict(
+         type='ResizeMix', alpha=1.0, lam_min=0.1, lam_max=0.8)])),
+    # Cascade Mask R-CNN 3x: AdamW 1e-4, 500 warm-up iterations, 36
+    # epochs, steps at 27 and 33
+    (CASCADE, 'param_scheduler', [
+        dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0,
+             end=500),
+        dict(type='MultiStepLR', begin=0, end=36, by_epoch=True,
+             milestones=[27, 33], gamma=0.1)]),
+    (CASCADE, OPT, dict(type='AdamW', lr=1e-4)),
+    (CASCADE, 'optim_wrapper.type', 'AmpOptimWrapper'),
+    (CASCADE, 'train_cfg.max_epochs', 36),
+    # SPT_LSA_ViT main.py: 100 epochs (10 of warm-up) of batch 128, AdamW
+    # 1e-3 wd 5e-2, label smoothing 0.1, --mix_prob 0.5 of CutMix (--beta
+    # 1.0) or Mixup (--alpha 1.0) half each, --re 0.25
+    (SL, 'train_cfg.max_epochs', 100),
+    (SL, 'param_scheduler.0.end', 10),
+    (SL, TRAIN, dict(batch_size=128, drop_last=True, sampler=dict(
+        type='MultiPassSampler', num_passes=3, shuffle=True))),
+    (SL, OPT, dict(type='AdamW', lr=1e-3, weight_decay=0.05)),
+    (SL, 'model.head.loss.label_smooth_val', 0.1),
+    (SL, 'model.train_cfg', dict(augments=[
+        dict(type='Mixup', alpha=1.0), dict(type='CutMix', alpha=1.0)],
+        probs=[0.25, 0.25])),
+    (SL, f'{PIPE}.ZhongRandomErasing.erase_prob', 0.25),
+    ('sl_vit/*_cifar*.py', f'{TRAIN}.dataset.download', False),
+    # create_model.py: patch size by dataset; Swin's absolute position
+    # embedding (swin.py:500)
+    ('sl_vit/*vit_*_cifar*.py', 'model.backbone.patch_size', 4),
+    ('sl_vit/*vit_*_tiny-imagenet.py', 'model.backbone.patch_size', 8),
+    ('sl_vit/*swin_*_cifar*.py', 'model.backbone.patch_size', 2),
+    ('sl_vit/*swin_*_tiny-imagenet.py', 'model.backbone.patch_size', 4),
+    ('sl_vit/*swin_*.py', 'model.backbone.use_abs_pos_embed', True),
+]
 
 
-def timm_cosine(epoch, lr, warmup_lr, min_lr, warmup, epochs):
-    """timm's CosineLRScheduler per epoch (t_in_epochs, no warm-up prefix,
-    as DeiT's create_scheduler builds it): linear warm-up from warmup_lr,
-    then min_lr + (lr - min_lr) (1 + cos(pi t / epochs)) / 2."""
-    if epoch < warmup:
-        return warmup_lr + epoch * (lr - warmup_lr) / warmup
+def lookup(cfg, key):
+    """``cfg`` at the dotted ``key``: a list item by index, or the one
+    whose ``type`` is the name; :data:`ABSENT` where there is none."""
+    for part in key.split('.'):
+        if isinstance(cfg, list):
+            items = [x for i, x in enumerate(cfg) if str(i) == part
+                     or isinstance(x, dict) and x.get('type') == part]
+            cfg = items[0] if len(items) == 1 else ABSENT
+        else:
+            cfg = cfg.get(part, ABSENT) if isinstance(cfg, dict) else ABSENT
+    return cfg
+
+
+def paths(pattern):
+    found = sorted(glob.glob(osp.join(config_snapshot.ROOT, 'configs',
+                                      pattern)))
+    assert found, pattern
+    return found
+
+
+@pytest.mark.parametrize('pattern, key, want', CLAIMS,
+                         ids=[f'{p}:{k}' for p, k, _ in CLAIMS])
+def test_a_config_holds_the_recipe_its_header_states(pattern, key, want):
+    for path in paths(pattern):
+        got = lookup(config_snapshot.load(path).to_dict(), key)
+        if isinstance(want, dict) and isinstance(got, dict):
+            got = {k: got.get(k, ABSENT) for k in want}
+        # type and value: 1 is not True, a list not a tuple
+        assert (type(got), got) == (type(want), want), osp.basename(path)
+
+
+def timm_cosine(t, lr, warmup_lr, min_lr, warmup, total, prefix=False):
+    """timm's CosineLRScheduler at step ``t``: linear warm-up from
+    warmup_lr, then min_lr + (lr - min_lr) (1 + cos(pi t' / T)) / 2, with
+    t' = t and T = total (DeiT: per epoch, no warm-up prefix), or t' = t -
+    warmup and T = total - warmup (Swin lr_scheduler.py:24-34: per
+    iteration, warmup_prefix=True)."""
+    if t < warmup:
+        return warmup_lr + t * (lr - warmup_lr) / warmup
+    shift = warmup if prefix else 0
     return min_lr + 0.5 * (lr - min_lr) * (
-        1 + math.cos(math.pi * epoch / epochs))
+        1 + math.cos(math.pi * (t - shift) / (total - shift)))
 
 
-_SCHEDULERS = dict(LinearLR=LinearLR, CosineAnnealingLR=CosineAnnealingLR)
-
-
-def epoch_lrs(cfg: Config, epochs: int) -> list:
-    """The lr of each epoch under the config's by-epoch param_scheduler."""
-    param = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([param], lr=cfg.optim_wrapper.optimizer.lr)
-    wrapper = OptimWrapper(optimizer)
-    schedulers = []
-    for s in cfg.param_scheduler:
-        s = dict(s)
-        s.pop('_scope_', None)
-        assert s.pop('by_epoch') is True
-        assert not s.pop('convert_to_iter_based', False)
-        schedulers.append(_SCHEDULERS[s.pop('type')](wrapper, **s))
+def scheduled_lrs(cfg, steps, epoch_length=1):
+    """The lr at each step under the config's schedulers, built as the
+    Runner builds them."""
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))],
+                                lr=cfg.optim_wrapper.optimizer.lr)
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        schedulers = [PARAM_SCHEDULERS.build(dict(s), default_args=dict(
+            optimizer=OptimWrapper(optimizer), epoch_length=epoch_length))
+            for s in cfg.param_scheduler]
     lrs = []
-    for _ in range(epochs):
+    for _ in range(steps):
         lrs.append(optimizer.param_groups[0]['lr'])
         for s in schedulers:
             s.step()
     return lrs
 
 
-# ------------------------------------------------------- DeiT, the paper ---
-@pytest.mark.parametrize('arch', DEIT)
-def test_deit_paper_recipe_is_the_official_codes(arch):
-    cfg = load(f'tlalign/{arch}_8xb128-amp-paper-tlalign_in1k.py')
-    model = cfg.model
-    assert model.type == 'TLAlignClassifier' and model.target == 'tlalign'
-    assert model.backbone.arch == arch
-    assert model.backbone.drop_path_rate == 0.1          # --drop-path
-    assert model.align_cfg == dict(follow_drop_path=False)
-    # --mixup 0.0 --cutmix 1.0 --mixup-prob 1.0: token CutMix, every batch
-    assert model.train_cfg.augments == [
-        dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens')]
-    assert model.train_cfg.get('probs') is None
-    assert model.head.loss == dict(type='LabelSmoothLoss',
-                                   label_smooth_val=0.1, mode='original')
-    # 8 GPUs x --batch-size 128, repeated augmentation
-    assert cfg.train_dataloader.batch_size == 128
-    assert cfg.auto_scale_lr.base_batch_size == 8 * 128
-    assert cfg.train_dataloader.sampler == dict(
-        type='RepeatAugSampler', num_repeats=3, shuffle=True)
-    pipeline = {t['type']: t for t in cfg.train_dataloader.dataset.pipeline}
-    assert pipeline['RandomErasing']['erase_prob'] == 0.25   # --reprob
-    assert pipeline['RandomErasing']['mode'] == 'rand'       # 'pixel'
-    assert pipeline['RandAugment']['magnitude_level'] == 9   # rand-m9
-    assert pipeline['RandAugment']['magnitude_std'] == 0.5   # -mstd0.5
-    # --opt adamw, lr 5e-4 * 1024 / 512, --weight-decay 0.05, no clipping,
-    # NativeScaler
-    opt = cfg.optim_wrapper.optimizer
-    assert opt.type == 'AdamW' and opt.lr == pytest.approx(1e-3)
-    assert (opt.weight_decay, opt.eps, tuple(opt.betas)) == (
-        0.05, 1e-8, (0.9, 0.999))
-    assert cfg.optim_wrapper.clip_grad is None
-    assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
-    assert cfg.train_cfg.max_epochs == 300
-    assert 'EMAHook' not in [h['type'] for h in cfg.get('custom_hooks', [])]
-    assert (cfg.randomness.seed, cfg.randomness.diff_rank_seed) == (0, True)
+@pytest.mark.parametrize('pattern, lr, warmup_lr, min_lr, warmup, epochs', [
+    (DEIT_PAPER, 1e-3, 1e-6, 1e-5, 5, 300),
+    (TRANSFER, 0.01, 1e-6, 1e-5, 5, 1000)])
+def test_deit_schedules_are_timms_per_epoch_cosine(pattern, lr, warmup_lr,
+                                                   min_lr, warmup, epochs):
+    """Chained LinearLR + CosineAnnealingLR stepped per epoch give timm's
+    lr to 5e-4 relative (the headers' bound; mmengine's warm-up slope is
+    1 / (W + 1) of the range, timm's 1 / W)."""
+    for path in paths(pattern)[:1]:  # one schedule: the twins and sizes
+        got = scheduled_lrs(config_snapshot.load(path), epochs)  # share it
+        want = [timm_cosine(e, lr, warmup_lr, min_lr, warmup, epochs)
+                for e in range(epochs)]
+        assert max(abs(g - w) / w for g, w in zip(got, want)) < 5e-4
 
 
-@pytest.mark.parametrize('arch', DEIT)
-def test_deit_paper_init_is_timms(arch):
-    """timm's VisionTransformer.init_weights('') in the official code
-    (timm/models/vision_transformer.py:328-339, 424-456): the head and the
-    class token truncated normal 0.02 (mmpretrain: both zero)."""
-    cfg = load(f'tlalign/{arch}_8xb128-amp-paper-tlalign_in1k.py')
-    torch.manual_seed(0)
-    model = MODELS.build(cfg.model)
-    model.init_weights()
-    head = model.head.layers.head
-    for p, n in [(head.weight, head.weight.numel()),
-                 (model.backbone.cls_token, model.backbone.cls_token.numel())]:
-        std = p.detach().std().item()
-        assert abs(std - 0.02) < 5 * 0.02 / math.sqrt(2 * n), std
-    assert not head.bias.any()
-
-
-def test_deit_paper_epoch_drops_the_last_batch():
-    """main_tla.py:222-228 drop_last=True; with RASampler's floor(N // 256 *
-    256 / 8) per rank, 1251 iterations of 8 x 128 on ImageNet."""
-    from mmpretrain.datasets.samplers import RepeatAugSampler
-    cfg = load('tlalign/deit-small_8xb128-amp-paper-tlalign_in1k.py')
-    assert cfg.train_dataloader.drop_last is True
-    n = 1281167
-    official = math.floor(n // 256 * 256 / 8) // 128
-    sampler = RepeatAugSampler(list(range(n)), num_repeats=3, seed=0)
-    sampler.world_size = 8  # as on rank 0 of 8
-    per_rank = math.ceil(n / 8)  # mmpretrain's num_selected_samples
-    assert per_rank // cfg.train_dataloader.batch_size == official == 1251
-
-
-def test_deit_paper_schedule_is_timms_per_epoch_cosine():
-    """--sched cosine --warmup-epochs 5 --warmup-lr 1e-6 --min-lr 1e-5 over
-    300 epochs, stepped once per epoch."""
-    cfg = load('tlalign/deit-small_8xb128-amp-paper-tlalign_in1k.py')
-    got = epoch_lrs(cfg, 300)
-    want = [timm_cosine(e, 1e-3, 1e-6, 1e-5, 5, 300) for e in range(300)]
-    worst = max(abs(g - w) / w for g, w in zip(got, want))
-    assert worst < 5e-4, worst
-
-
-def test_deit_paper_model_builds_with_the_token_grid():
-    cfg = load('tlalign/deit-tiny_8xb128-amp-paper-tlalign_in1k.py')
-    model = MODELS.build(cfg.model)
-    aug, = model.data_preprocessor.batch_augments.augments
-    assert type(aug).__name__ == 'TLTokenCutMix'
-    assert aug.patch_size == 16 and aug.box_units == 'tokens'
-    assert model.align_cfg.follow_drop_path is False
-
-
-# ------------------------------------------------------- Swin, the paper ---
-@pytest.mark.parametrize('arch,drop_path', [('swin-tiny', 0.2),
-                                            ('swin-small', 0.3)])
-def test_swin_paper_recipe_is_swins(arch, drop_path):
-    """microsoft/Swin-Transformer config.py and configs/swin/*.yaml."""
-    cfg = load(f'tlalign/{arch}_16xb64-amp-paper-tlalign_in1k.py')
-    assert cfg.model.backbone.drop_path_rate == drop_path
-    assert cfg.model.align_cfg == dict(follow_drop_path=False)
-    assert [(a.type, a.alpha) for a in cfg.model.train_cfg.augments] == [
-        ('Mixup', 0.8), ('CutMix', 1.0)]
-    assert cfg.model.train_cfg.get('probs') is None  # 0.5 / 0.5, always
-    opt = cfg.optim_wrapper.optimizer
-    assert opt.lr == pytest.approx(5e-4 * 1024 / 512)
-    assert opt.weight_decay == 0.05
-    assert cfg.optim_wrapper.clip_grad == dict(max_norm=5.0)
-    assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
-    assert 16 * cfg.train_dataloader.batch_size == 1024
-    warmup, cosine = cfg.param_scheduler
-    assert warmup.end == 20 and warmup.convert_to_iter_based
-    assert warmup.start_factor == pytest.approx(5e-7 / 5e-4)
-    assert cosine.eta_min == pytest.approx(5e-6 * 1024 / 512)
-    assert cfg.train_cfg.max_epochs == 300
-
-
-def swin_lr(t, warmup, total, lr=1e-3, warmup_lr=1e-6, min_lr=1e-5):
-    """Swin's lr at update t (lr_scheduler.py:24-34: timm's CosineLRScheduler,
-    t_in_epochs=False, warmup_prefix=True, t_initial = total - warmup)."""
-    if t < warmup:
-        return warmup_lr + t * (lr - warmup_lr) / warmup
-    return min_lr + 0.5 * (lr - min_lr) * (
-        1 + math.cos(math.pi * (t - warmup) / (total - warmup)))
-
-
-@pytest.mark.parametrize('arch', ['swin-tiny', 'swin-small'])
-@pytest.mark.parametrize('twin', ['cutmix', 'tlalign'])
-def test_swin_paper_schedule_steps_every_iteration(arch, twin):
-    """main.py:205 steps Swin's scheduler every iteration; the built
-    schedulers (as the Runner builds them, 10 iterations an epoch) give its
-    lr at iterations 0, 1, mid-warm-up, the end of the warm-up and the
-    middle of the cosine. One named difference: mmengine's LinearLR reaches
-    the peak at the warm-up's last iteration (slope 1 / (W - 1), not
-    1 / W), so inside the warm-up the lr is up to 1 / (W - 1) higher
-    (4e-5 with Swin's 20 x 1251 warm-up iterations)."""
-    from mmengine.registry import PARAM_SCHEDULERS, DefaultScope
-    cfg = load(f'tlalign/{arch}_16xb64-amp-paper-{twin}_in1k.py')
-    assert cfg.train_dataloader.drop_last is True  # data/build.py:74
-    epoch_length, epochs = 10, cfg.train_cfg.max_epochs
-    param = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([param], lr=cfg.optim_wrapper.optimizer.lr)
-    wrapper = OptimWrapper(optimizer)
-    with DefaultScope.overwrite_default_scope('mmpretrain'):
-        schedulers = [
-            PARAM_SCHEDULERS.build(
-                dict(s), default_args=dict(optimizer=wrapper,
-                                           epoch_length=epoch_length))
-            for s in cfg.param_scheduler]
-    assert all(not s.by_epoch for s in schedulers)
-    warmup, total = 20 * epoch_length, epochs * epoch_length
+def test_swin_paper_schedule_steps_every_iteration():
+    """main.py:205 steps every iteration (here 10 an epoch). One named
+    difference: mmengine's LinearLR reaches the peak at the warm-up's last
+    iteration (slope 1 / (W - 1), not 1 / W), up to 1 / (W - 1) higher
+    inside it."""
+    epoch_length = 10
+    warmup, total = 20 * epoch_length, 300 * epoch_length
     middle = warmup + (total - warmup) // 2
-    wanted = {0, 1, warmup // 2, warmup, middle}
-    got = {}
-    for t in range(middle + 1):
-        if t in wanted:
-            got[t] = optimizer.param_groups[0]['lr']
-        for s in schedulers:
-            s.step()
-    for t in sorted(wanted):
-        want = swin_lr(t, warmup, total)
-        if 0 < t < warmup:
-            assert got[t] == pytest.approx(
-                1e-6 + t * (1e-3 - 1e-6) / (warmup - 1), rel=1e-6)
-            assert want < got[t] <= want * (1 + 1 / (warmup - 1)), t
-        else:
-            assert got[t] == pytest.approx(want, rel=1e-6), t
+    for path in paths(SWIN_PAPER):
+        got = scheduled_lrs(config_snapshot.load(path), middle + 1,
+                            epoch_length)
+        for t in (0, 1, warmup // 2, warmup, middle):
+            want = timm_cosine(t, 1e-3, 1e-6, 1e-5, warmup, total, True)
+            if 0 < t < warmup:
+                want = 1e-6 + t * (1e-3 - 1e-6) / (warmup - 1)
+            # float64 recurrences over <= 1600 steps: far below 1e-9
+            assert got[t] == pytest.approx(want, rel=1e-9), t
+
+
+@pytest.mark.parametrize('pattern, images, world, iterations', [
+    # main_tla.py:222-228 drop_last; RASampler's floor(N // 256 * 256 / 8)
+    # per rank and mmpretrain's ceil(N / 8) both give 1251 of 128
+    ('tlalign/deit-small_8xb128-amp-paper-tlalign_in1k.py', 1281167, 8,
+     1251),
+    # SPT_LSA_ViT main.py:221-223: RASampler(N, 128, 1, 3, drop_last)
+    ('sl_vit/sl-swin_1xb128-cutmix_cifar10.py', 50000, 1, 1171),
+    ('sl_vit/vit_1xb128-tlalign_tiny-imagenet.py', 100000, 1, 2343),
+])
+def test_an_epoch_is_the_originals(pattern, images, world, iterations,
+                                   monkeypatch):
+    from mmengine.runner import Runner
+    for module in ('mmpretrain.datasets.samplers.repeat_aug',
+                   'tlalign_mm.datasets.multi_pass_sampler'):
+        monkeypatch.setattr(f'{module}.get_dist_info', lambda: (0, world))
+    cfg = dict(load(pattern).train_dataloader.to_dict(), num_workers=0,
+               persistent_workers=False)
+    cfg['dataset'] = range(images)  # a dataset object is taken as it is
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        assert len(Runner.build_dataloader(cfg, seed=0)) == iterations
+
+
+@pytest.mark.parametrize('path, names', [
+    ('tlalign/deit-tiny_8xb128-amp-paper-tlalign_in1k.py',
+     ('head.layers.head.weight', 'backbone.cls_token')),
+    ('transfer/deit-tiny_tlalign-in1k-pre_8xb96-1000e_cifar10.py',
+     ('head.layers.head.weight', ))])
+def test_the_head_starts_truncated_normal(path, names):
+    """timm's VisionTransformer.init_weights('') (vision_transformer.py:
+    328-339, 424-456) in the official code and DeiT's fine-tunes: the head
+    and the class token truncated normal 0.02 (mmpretrain: zero); the
+    configs' init_cfg on a narrow model, without the checkpoint."""
+    cfg = load(path).model
+    if 'Pretrained' in str(cfg.backbone.get('init_cfg')):
+        cfg.backbone.pop('init_cfg')
+    cfg.backbone.arch = dict(embed_dims=64, num_layers=1, num_heads=2,
+                             feedforward_channels=64)
+    cfg.head.in_channels = 64
+    torch.manual_seed(0)
+    model = MODELS.build(cfg)
+    model.init_weights()
+    params = dict(model.named_parameters())
+    for name in names:
+        w = params[name].detach().double()
+        # 5 standard errors of a sample std of n normal draws
+        assert abs(w.std().item() - 0.02) < 5 * 0.02 / math.sqrt(
+            2 * w.numel()), name
+    assert not model.head.layers.head.bias.any()
+
+
+@pytest.mark.parametrize('kind', ['tlalign', 'cutmix'])
+def test_a_missing_b_checkpoint_says_how_to_make_it(kind):
+    """The B models' downstream configs start from the -ft40e fine-tune,
+    their CutMix twins from the official checkpoint; a missing file names
+    the variable that points elsewhere and the command that makes it."""
+    from mmengine.registry import WEIGHT_INITIALIZERS
+
+    from tlalign_mm.checkpoint import CheckpointMismatchError
+    for path in paths(f'*/*-base*_{kind}-in1k-pre_*.py'):
+        arch = 'swin' if '_swin-base' in path else 'deit'
+        init = dict(config_snapshot.load(path).model.backbone.init_cfg,
+                    checkpoint='checkpoints/does-not-exist.pth')
+        with pytest.raises(CheckpointMismatchError) as error:
+            WEIGHT_INITIALIZERS.build(init)(torch.nn.Linear(1, 1))
+        words = ('TLALIGN_CKPT', 'tools/dist_train.sh configs/tlalign/'
+                 f'{arch}-base_16xb64-ft40e-tlalign_in1k.py') \
+            if kind == 'tlalign' else (f'{arch.upper()}_B_CKPT', 'wget -P')
+        assert 'does-not-exist.pth' in str(error.value), path
+        assert all(w in str(error.value) for w in words), path

@@ -52,3 +52,24 @@ def test_persistent_workers_follow_the_final_settings(train, monkeypatch,
     assert loader.persistent_workers is persistent
     DataLoader(range(2), num_workers=loader.num_workers,
                persistent_workers=loader.persistent_workers)
+
+
+@pytest.mark.parametrize('rel', [
+    'tlalign/deit-tiny_4xb256-tlalign_in1k.py',
+    'upernet/upernet_swin-tiny-p4-w7_tlalign-in1k-pre_8xb2-160k_ade20k-'
+    '512x512.py',
+    'cascade_mask_rcnn/cascade-mask-rcnn_swin-tiny-p4-w7_tlalign-in1k-pre_'
+    'fpn_4conv1fc-giou_amp-ms-crop-3x_coco.py'])
+def test_collation_follows_the_configs_scope(train, monkeypatch, rel):
+    """mmpretrain's default_collate for mmpretrain configs; mmseg/mmdet
+    configs keep the Runner's pseudo_collate (their data preprocessors pad
+    images of several sizes)."""
+    from .test_paper_configs import load
+    cfg = load(rel)
+    assert 'collate_fn' not in cfg.train_dataloader
+    monkeypatch.setattr(sys, 'argv', ['train.py', 'x.py'])
+    cfg = train.merge_args(cfg, train.parse_args())
+    for field in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        assert cfg[field].get('collate_fn') == (dict(
+            type='default_collate') if cfg.default_scope == 'mmpretrain'
+            else None)

@@ -367,10 +367,8 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
     if mode != 'eager':
         torch._dynamo.reset()
         for s in settings:
-            # One eager step first, in every setting alike: the ViT taps log
-            # their float32 second pass on a model's first TL-Align step
-            # (tracers/vit.py), and a log call traced by dynamo breaks the
-            # graph inside the block loop, which then runs eagerly.
+            # One eager step first, in every setting alike, so that every
+            # setting is compiled after the same first step.
             s.run(data, device, args.bf16, cfg['num_classes'])
             compile_model(s.model, mode, args.compile_backend)
     warm = 1 if mode == 'eager' else cfg['compiled_warmup']

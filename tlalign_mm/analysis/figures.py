@@ -34,8 +34,8 @@ def rmse_bars(names: Sequence[str], rmse: Sequence[float], path: str,
 
 def presence_distribution(values: List[np.ndarray], path: str,
                           extra: Optional[List[float]] = None) -> str:
-    """Box plot of the token presences of every block; the class token's
-    mean presence as a marker."""
+    """Box plot of every block's token presences, the class token's mean
+    as a marker."""
     plt = _pyplot()
     L = len(values)
     fig, ax = plt.subplots(figsize=(max(4, 0.5 * L + 2), 3.2))
@@ -78,11 +78,10 @@ def mixing_ratio_lines(series: Dict[str, np.ndarray], path: str,
 def label_map_grid(images1, images2, mixed, initial, aligned, path: str,
                    titles: Optional[List[str]] = None, dpi: int = 80,
                    mix: str = 'CutMix') -> str:
-    """Rows of: image 1, image 2, the image ``mix`` (the augment's name)
-    made of them, initial label map, aligned label map (all
-    ``(H, W, 3)``/``(h, w, 3)`` arrays in [0, 1]; label maps coloured by
-    :func:`~tlalign_mm.analysis.label_maps.label_colours`, whose key,
-    image 1's share from blue 0 to red 1, is drawn below them)."""
+    """Rows of image 1, image 2, the image the augment ``mix`` made of
+    them, the initial and the aligned label map (``(H, W, 3)`` arrays in [0,
+    1]; maps by :func:`.label_maps.label_colours`, whose key is drawn
+    below)."""
     plt = _pyplot()
     from matplotlib.colors import LinearSegmentedColormap
     rows = len(mixed)
@@ -119,14 +118,11 @@ def label_map_grid(images1, images2, mixed, initial, aligned, path: str,
     return path
 
 
-# Colours of the main job's targets (tools/run_demo.py), others in turn.
-TARGET_COLOURS = {'CutMix': 'tab:blue', 'TL-Align': 'tab:red'}
-_MORE_COLOURS = ('tab:green', 'tab:purple', 'tab:orange', 'tab:brown')
-
-
 def _target_colours(targets: Sequence[str]) -> Dict[str, str]:
-    more = iter(_MORE_COLOURS)
-    return {t: TARGET_COLOURS.get(t) or next(more) for t in targets}
+    """The main job's targets (tools/run_demo.py) in fixed colours."""
+    more = iter(('tab:green', 'tab:purple', 'tab:orange', 'tab:brown'))
+    fixed = {'CutMix': 'tab:blue', 'TL-Align': 'tab:red'}
+    return {t: fixed.get(t) or next(more) for t in targets}
 
 
 def _paired_dots(ax, accuracy: Dict[str, Dict[int, float]],
@@ -173,21 +169,14 @@ def _curve_bands(ax, curves: Dict[str, tuple],
 
 
 def seed_comparison(accuracy: Dict[str, Dict[str, Dict[int, float]]],
-                    curves: Dict[str, Dict[str, tuple]],
-                    path: str,
+                    curves: Dict[str, Dict[str, tuple]], path: str,
                     titles: Optional[Dict[str, str]] = None,
                     dpi: int = 100) -> str:
-    """The main job's picture: one column per model; on top, each seed's
-    final accuracy under each target as paired dots joined by lines; below,
-    validation accuracy over epochs, mean and +-1 std band over seeds.
-
-    Args:
-        accuracy: ``{model: {target: {seed: top-1}}}``; targets in plotting
-            order (the first is the baseline).
-        curves: ``{model: {target: (epochs (E,), top-1 (n_seeds, E))}}``.
-        path (str): the PNG to write.
-        titles: ``{model: title}`` of the top panels (default: the model).
-    """
+    """The main job's picture, a column per model: each seed's final
+    ``accuracy`` ``{model: {target: {seed: top-1}}}`` (targets in plotting
+    order, the baseline first) as paired dots, over the validation
+    ``curves`` ``{model: {target: (epochs (E,), top-1 (n_seeds, E))}}`` as
+    mean and +-1 std band; ``titles``: ``{model: title}`` of the top row."""
     plt = _pyplot()
     models = list(accuracy)
     targets = list(dict.fromkeys(t for m in models for t in accuracy[m]))

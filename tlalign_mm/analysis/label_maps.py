@@ -30,15 +30,10 @@ def label_colours(weights: torch.Tensor) -> torch.Tensor:
 
 
 class LabelMaps(NamedTuple):
-    """Attributes:
-        initial (Tensor): ``(B, 2, h, w)`` the token labels before the first
-            block.
-        aligned (Tensor): ``(B, 2, h', w')`` after the last block (Swin: on
-            the last stage's grid).
-        readout (Tensor): ``(B, 2)`` the aligned label of what the model
-            classifies.
-        area (Tensor): ``(B, 2)`` the CutMix label (area ratios).
-    """
+    """The token labels before the first block (``initial``, ``(B, 2, h,
+    w)``) and after the last (``aligned``, ``(B, 2, h', w')``, Swin: on the
+    last stage's grid); the aligned label of what the model classifies
+    (``readout``, ``(B, 2)``); the CutMix label (``area``, ``(B, 2)``)."""
     initial: torch.Tensor
     aligned: torch.Tensor
     readout: torch.Tensor
@@ -47,9 +42,8 @@ class LabelMaps(NamedTuple):
 
 @torch.no_grad()
 def label_maps(model: nn.Module, batch) -> LabelMaps:
-    """The initial and aligned label maps of a two-source
-    :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch`, by the model's
-    own rule (its ``align_cfg``; see :func:`.aligned_source_weights`)."""
+    """The label maps of a two-source :class:`~.mixed_batches.MixedBatch`
+    by the model's own rule (:func:`.aligned_source_weights`)."""
     record = batch.record
     if record.num_sources != 2:
         raise ValueError('Label maps show two sources; mix the batch.')
@@ -57,11 +51,9 @@ def label_maps(model: nn.Module, batch) -> LabelMaps:
                                               return_token_labels=True)
     hw = tuple(batch.mixed.shape[-2:])
     extra = describe(model.backbone).extra_tokens
-    maps = []
-    for labels in (history[0], history[-1]):
-        labels = labels[:, extra:]
-        maps.append(label_map_of(labels, token_grid(labels.shape[1], hw)))
-    return LabelMaps(maps[0], maps[1], readout, record.area_share.float())
+    initial, aligned = (label_map_of(y[:, extra:], token_grid(
+        y.shape[1] - extra, hw)) for y in (history[0], history[-1]))
+    return LabelMaps(initial, aligned, readout, record.area_share.float())
 
 
 def display_images(data_preprocessor, images: torch.Tensor) -> torch.Tensor:

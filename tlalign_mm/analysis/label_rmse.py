@@ -1,15 +1,11 @@
 """How far a model's training target (TL-Align's with its options, or
 TransMix's) moves from the CutMix target (the paper's Fig. 3).
 
-Both labels are compared as source weights ``(B, S)`` (each source's share
-of the label; expanding to classes is linear, ``weights @ targets``):
-
-- ``rmse``: ``sqrt(mean_{b,s} (w_aligned - w_area)^2)``; for two sources it
-  is the root mean square change of ``lambda``, whatever the classes.
-- ``rmse_class``: ``sqrt(mean_b ||y_aligned - y_area||^2)`` in class space,
-  0 for pairs of one class;
-- ``mean_abs``: ``mean_{b,s} |w_aligned - w_area|`` (for two sources, the
-  mean ``|lambda_aligned - lambda_area|``).
+Both are source weights ``(B, S)`` (classes follow linearly, ``weights @
+targets``): ``rmse`` is ``sqrt(mean_{b,s} (w_aligned - w_area)^2)`` (two
+sources: the RMS change of ``lambda``, whatever the classes), ``rmse_class``
+``sqrt(mean_b ||y_aligned - y_area||^2)`` in class space (0 for pairs of one
+class), ``mean_abs`` ``mean_{b,s} |w_aligned - w_area|``.
 """
 from typing import Dict, Iterable
 
@@ -25,11 +21,10 @@ from tlalign_mm.models.transmix import check_transmix_cfg, transmix_target
 def aligned_source_weights(model: nn.Module, images: torch.Tensor,
                            record: MixRecord,
                            return_token_labels: bool = False):
-    """The label ``model`` trains on for each sample, as source weights
-    ``(B, S)`` (and, optionally, the token labels before and after every
-    block): TL-Align's with the model's own ``align_cfg``, or TransMix's
-    (with its ``transmix_cfg``) for ``target='transmix'``. A model that is
-    no ``TLAlignClassifier`` (a CutMix model) gets the default rule."""
+    """The label ``model`` trains on, as source weights ``(B, S)`` (and
+    optionally the token labels before and after every block): TL-Align's
+    by its ``align_cfg`` (the default rule for a plain CutMix model), or
+    TransMix's by its ``transmix_cfg`` for ``target='transmix'``."""
     if getattr(model, 'target', 'tlalign') == 'transmix':
         if return_token_labels:
             raise ValueError('TransMix gives no token labels; this analysis '
@@ -51,11 +46,8 @@ class RMSEMeter:
     """Accumulates the squared (and absolute) differences over batches."""
 
     def __init__(self):
-        self.sq_weights = 0.
-        self.abs_weights = 0.
-        self.sq_class = 0.
-        self.num_entries = 0
-        self.num_images = 0
+        self.sq_weights = self.abs_weights = self.sq_class = 0.
+        self.num_entries = self.num_images = 0
 
     def update(self, aligned: torch.Tensor, area: torch.Tensor,
                targets: torch.Tensor) -> None:
@@ -80,9 +72,8 @@ class RMSEMeter:
 
 @torch.no_grad()
 def label_rmse(model: nn.Module, batches: Iterable) -> Dict[str, float]:
-    """RMSE between the area (CutMix) label and the label ``model`` trains
-    on (:func:`aligned_source_weights`) over
-    :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch` es."""
+    """The module doc's numbers, over :class:`~.mixed_batches.MixedBatch`
+    es, of :func:`aligned_source_weights` against the area label."""
     meter = RMSEMeter()
     for batch in batches:
         aligned = aligned_source_weights(model, batch.mixed, batch.record)

@@ -12,18 +12,11 @@ from tlalign_mm.mixing import TLCutMix, TLMixup, TLResizeMix
 
 
 class MixedBatch(NamedTuple):
-    """One batch, before and after mixing.
-
-    Attributes:
-        inputs (Tensor): ``(B0, 3, H, W)`` the preprocessed (normalised,
-            padded) images of the whole batch before mixing.
-        mixed (Tensor): ``(B, 3, H, W)`` the mixed images (``B <= B0``
-            when the batch was cut to ``num_images``).
-        record (MixRecord): how ``mixed`` was made from ``inputs``
-            (``S`` sources; source ``s`` of sample ``b`` is
-            ``inputs[record.source_index[b, s]]``).
-        targets (Tensor): ``(B, S, C)`` each source's one-hot label.
-    """
+    """One batch before mixing (``inputs`` ``(B0, 3, H, W)``, preprocessed)
+    and after (``mixed`` ``(B, 3, H, W)``, ``B <= B0`` when cut to
+    ``num_images``); ``record``: how (source ``s`` of sample ``b`` is
+    ``inputs[record.source_index[b, s]]``); ``targets`` ``(B, S, C)``: each
+    source's one-hot label."""
     inputs: torch.Tensor
     mixed: torch.Tensor
     record: MixRecord
@@ -54,9 +47,8 @@ MIXES = (*MIXERS, 'none')
 
 
 def build_mixer(mix: str = 'cutmix', alpha: float = 1.0):
-    """``'cutmix'`` (:class:`TLCutMix`), ``'mixup'`` (:class:`TLMixup`),
-    ``'resizemix'`` (:class:`TLResizeMix`, its defaults otherwise) or
-    ``'none'``."""
+    """The :data:`MIXERS` augment named ``mix`` (its defaults but ``alpha``),
+    or None for ``'none'``."""
     if mix == 'none':
         return None
     if mix not in MIXERS:
@@ -65,12 +57,8 @@ def build_mixer(mix: str = 'cutmix', alpha: float = 1.0):
     return MIXERS[mix](alpha=alpha)
 
 
-def mixed_batches(model,
-                  dataloader,
-                  mix: str = 'cutmix',
-                  alpha: float = 1.0,
-                  seed: int = 0,
-                  num_images: Optional[int] = None,
+def mixed_batches(model, dataloader, mix: str = 'cutmix', alpha: float = 1.0,
+                  seed: int = 0, num_images: Optional[int] = None,
                   max_batches: Optional[int] = None,
                   progress=None) -> Iterator[MixedBatch]:
     """Preprocess the dataloader's batches with the model's data
@@ -78,18 +66,14 @@ def mixed_batches(model,
     within itself, batch ``i`` with seed ``seed + i``.
 
     Args:
-        model: the classifier (its ``data_preprocessor`` and ``head``'s
-            ``num_classes`` are used).
-        dataloader: yields mmpretrain data batches.
-        mix (str): one of :data:`MIXES` (``'none'``: one source).
-        alpha (float): the Beta parameter of the mixing ratio.
-        seed (int): base seed.
-        num_images (int, optional): stop after this many images (the last
-            batch is cut after mixing).
-        max_batches (int, optional): stop after this many batches.
-        progress: an object with ``update(n)`` (e.g. mmengine's
-            ``ProgressBar``), told the number of images of each batch once
-            the consumer is done with it.
+        model: the classifier (its ``data_preprocessor`` and
+            ``head.num_classes``).
+        mix (str): one of :data:`MIXES` (``'none'``: one source); ``alpha``
+            its Beta parameter.
+        num_images, max_batches (int, optional): stop after this many images
+            (the last batch is cut after mixing) or batches.
+        progress: with ``update(n)`` (e.g. mmengine's ``ProgressBar``), told
+            each batch's images once the consumer is done with it.
     """
     mixer = build_mixer(mix, alpha)
     num_classes = getattr(model.head, 'num_classes', None) or \
@@ -118,9 +102,9 @@ def mixed_batches(model,
             min(len(inputs), num_images - seen)
         targets = record.source_targets(scores)[:keep]
         mixed = mixed[:keep]
-        record = MixRecord(record.pixel_weights[:keep],
-                           record.source_index[:keep],
-                           record.area_share[:keep], record.mode)
+        record = MixRecord(*(t[:keep] for t in (
+            record.pixel_weights, record.source_index, record.area_share)),
+            record.mode)
         seen += keep
         yield MixedBatch(inputs, mixed, record, targets)
         if progress is not None:

@@ -7,17 +7,12 @@ models) is ``z``, ``z_a``, ``z_b``. Its *similarity ratio* of source ``a`` is
 
     r_a = max(cos(z, z_a), 0) / (max(cos(z, z_a), 0) + max(cos(z, z_b), 0))
 
-(``r_b = 1 - r_a``; 0.5 when both cosines are <= 0). It is compared, block
-by block, with
-
-- CutMix: the area ratio ``lambda``, the same at every block;
-- TransMix: ``(lambda + lambda_attn) / 2`` from the last block's class
-  attention (class-token ViTs only, with the model's ``transmix_cfg``),
-  one value;
-- TL-Align: the readout token's aligned label after block ``l``, by the
-  model's own rule (its ``align_cfg``).
-
-All ratios are the share of source 0 (the image the box is pasted into).
+(0.5 when both cosines are <= 0), compared block by block with CutMix's area
+ratio ``lambda`` (the same at every block), TransMix's ``(lambda +
+lambda_attn) / 2`` from the last block's class attention (class-token ViTs,
+the model's ``transmix_cfg``; one value) and the readout token's TL-Align
+label after block ``l`` (the model's ``align_cfg``). All are the share of
+source 0 (the image the box is pasted into).
 """
 from typing import Dict, List
 
@@ -34,31 +29,19 @@ from tlalign_mm.models.transmix import (
 )
 
 
-def transformer_blocks(backbone: nn.Module) -> List[nn.Module]:
-    """The blocks whose outputs are the per-layer tokens, in order (the
-    family description's)."""
-    return describe(backbone).blocks
-
-
-def readout_tokens(backbone: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-    """``(B, N, D)`` -> ``(B, D)``: the token the head classifies (class
-    token) or, for pooled models, the mean token (the description's
-    readout). Works for features and for token labels alike."""
-    return readout(tokens, describe(backbone).readout)
-
-
 @torch.no_grad()
 def block_readouts(backbone: nn.Module, images: torch.Tensor
                    ) -> List[torch.Tensor]:
-    """``[(B, D)] * L``: the readout token after every block."""
+    """``[(B, D)] * L``: the readout token (the family description's) after
+    every block."""
+    description = describe(backbone)
     outputs = []
-    handles = [
-        block.register_forward_hook(
-            lambda m, args, out: outputs.append(
-                readout_tokens(backbone, out[0] if isinstance(out, tuple)
-                               else out)))
-        for block in transformer_blocks(backbone)
-    ]
+
+    def hook(module, args, out):
+        out = out[0] if isinstance(out, tuple) else out
+        outputs.append(readout(out, description.readout))
+
+    handles = [b.register_forward_hook(hook) for b in description.blocks]
     try:
         backbone(images)
     finally:
@@ -80,13 +63,9 @@ def similarity_ratio(mixed: torch.Tensor, a: torch.Tensor,
 
 @torch.no_grad()
 def mixing_ratios(model: nn.Module, batch) -> Dict[str, torch.Tensor]:
-    """Per-image, per-block source-0 ratios of one two-source batch.
-
-    Args:
-        model: the classifier; TL-Align's labels follow its ``align_cfg``
-            and TransMix its ``transmix_cfg`` (the defaults for a model
-            built without them).
-        batch (MixedBatch): a two-source mixed batch.
+    """Per-image, per-block source-0 ratios of one two-source
+    :class:`~.mixed_batches.MixedBatch` by ``model`` (the classifier; its
+    ``align_cfg`` and ``transmix_cfg``, the defaults without them).
 
     Returns:
         dict: ``similarity`` and ``tlalign`` ``(B, L)``; ``cutmix`` ``(B,)``;
@@ -106,9 +85,8 @@ def mixing_ratios(model: nn.Module, batch) -> Dict[str, torch.Tensor]:
         backbone, batch.mixed, record.pixel_weights, record.area_share,
         *getattr(model, 'align_cfg', AlignOptions()),
         keep_history=True).history
-    tlalign = torch.stack(
-        [readout_tokens(backbone, labels)[:, 0] for labels in history[1:]],
-        1)
+    head = describe(backbone).readout
+    tlalign = torch.stack([readout(y, head)[:, 0] for y in history[1:]], 1)
     out = dict(similarity=similarity, tlalign=tlalign,
                cutmix=record.area_share[:, 0].float())
     if takes_transmix(backbone):

@@ -2,21 +2,14 @@
 statistics).
 
 Runs with the same seed share the initial weights, the data order and the
-mixing draws: only the target differs. The per-seed difference
-``treatment - baseline`` therefore removes the seed-to-seed spread both
-targets share, and a paired interval is the honest one.
-
-- mean and sample standard deviation (``ddof=1``) of each target;
-- the paired difference: its mean, standard deviation and a two-sided
-  Student-t confidence interval, ``mean +- t_{(1+c)/2, n-1} * sd / sqrt(n)``
-  (scipy's t quantile), with the paired t-test's two-sided p-value; it
-  assumes roughly normal differences, which a handful of seeds cannot
-  check, so the win/loss/tie counts are given beside it;
-- the Wilcoxon signed-rank test's two-sided p-value (scipy's: zero
-  differences dropped, exact where scipy can, else its normal
-  approximation), which does not assume normal differences;
-- wins, losses and ties: seeds where the treatment is higher, lower, or
-  equal (within ``tie_tol``).
+mixing draws: only the target differs, so the per-seed difference
+``treatment - baseline`` removes the spread both share and a paired
+interval is the honest one. Given: each target's mean and sample std
+(``ddof=1``); the difference's mean, std, Student-t interval ``mean +-
+t_{(1+c)/2, n-1} * sd / sqrt(n)`` and paired t-test p-value (they assume
+roughly normal differences, which a handful of seeds cannot check); the
+Wilcoxon signed-rank p-value (scipy's; no normality assumed); and the
+wins, losses and ties (within ``tie_tol``).
 """
 import math
 from typing import Iterable, Mapping, NamedTuple, Sequence, Tuple
@@ -32,23 +25,12 @@ class Spread(NamedTuple):
 
 
 class PairedDifference(NamedTuple):
-    """``treatment - baseline`` over the seeds both have.
-
-    Attributes:
-        seeds (tuple[int]): the paired seeds, sorted.
-        baseline, treatment (Spread): each target's accuracy.
-        diffs (tuple[float]): per seed, in ``seeds`` order.
-        mean, std (float): of ``diffs`` (``std`` with ``ddof=1``).
-        ci (tuple[float, float]): the paired-t interval of the mean
-            difference (``nan`` with fewer than two seeds).
-        confidence (float): its level.
-        p_value (float): two-sided paired t-test of a zero mean difference.
-        wilcoxon_p (float): two-sided Wilcoxon signed-rank test of
-            differences symmetric about zero (``1.0`` when every difference
-            is zero, ``nan`` for one seed).
-        wins, losses, ties (int): seeds where the treatment is higher,
-            lower, equal within ``tie_tol``.
-    """
+    """``treatment - baseline`` over the (sorted) ``seeds`` both have: the
+    ``diffs`` in seed order, their ``mean`` and ``std`` (``ddof=1``), the
+    paired-t interval ``ci`` at level ``confidence`` and p-value (``nan``
+    with fewer than two seeds), the Wilcoxon p-value (1 when every
+    difference is zero, ``nan`` for one seed), and the win/loss/tie
+    counts."""
     seeds: Tuple[int, ...]
     baseline: Spread
     treatment: Spread
@@ -64,13 +46,9 @@ class PairedDifference(NamedTuple):
     ties: int
 
     def to_dict(self) -> dict:
-        out = self._asdict()
-        out['baseline'] = self.baseline._asdict()
-        out['treatment'] = self.treatment._asdict()
-        out['ci'] = list(self.ci)
-        out['seeds'] = list(self.seeds)
-        out['diffs'] = list(self.diffs)
-        return out
+        return {k: v._asdict() if isinstance(v, Spread) else
+                list(v) if isinstance(v, tuple) else v
+                for k, v in self._asdict().items()}
 
 
 def spread(values: Iterable[float]) -> Spread:
@@ -123,13 +101,9 @@ def paired_difference(baseline: Mapping[int, float],
                       tie_tol: float = 1e-6) -> PairedDifference:
     """Compare two targets run on the same seeds.
 
-    Args:
-        baseline (Mapping[int, float]): seed -> accuracy (e.g. CutMix).
-        treatment (Mapping[int, float]): seed -> accuracy (e.g. TL-Align).
-        confidence (float): level of the interval. Defaults to 0.95.
-        tie_tol (float): differences within it are ties. Defaults to 1e-6
-            (accuracies on a fixed test set take discrete values; equal
-            counts of correct images give equal floats).
+    ``baseline``, ``treatment``: seed -> accuracy (e.g. CutMix, TL-Align);
+    differences within ``tie_tol`` are ties (accuracies on a fixed test set
+    are discrete: equal counts of correct images give equal floats).
     """
     if set(baseline) != set(treatment):
         raise ValueError(
@@ -145,15 +119,10 @@ def paired_difference(baseline: Mapping[int, float],
     low, high, p_value = t_interval(diffs, confidence)
     d = spread(diffs)
     return PairedDifference(
-        seeds=seeds,
-        baseline=spread([baseline[s] for s in seeds]),
+        seeds=seeds, baseline=spread([baseline[s] for s in seeds]),
         treatment=spread([treatment[s] for s in seeds]),
-        diffs=tuple(float(x) for x in diffs),
-        mean=d.mean,
-        std=d.std,
-        ci=(low, high),
-        confidence=confidence,
-        p_value=p_value,
+        diffs=tuple(float(x) for x in diffs), mean=d.mean, std=d.std,
+        ci=(low, high), confidence=confidence, p_value=p_value,
         wilcoxon_p=wilcoxon_p(diffs, tie_tol),
         wins=int((diffs > tie_tol).sum()),
         losses=int((diffs < -tie_tol).sum()),

@@ -1,44 +1,33 @@
 """Token presence, layer by layer (TL-Align, Eq. 2).
 
-The contribution of token ``z_i`` entering a block to token ``ẑ_j`` leaving
-its attention is the head-averaged attention ``c(z_i, ẑ_j) = Ā_ji``; the
-presence of ``z_i`` is its total contribution, the column sum
-``p(z_i) = sum_j Ā_ji``. Attention rows sum to 1, so presences sum to the
-number of tokens ``N`` and average 1; their spread is the token
-fluctuation.
+Token ``z_i`` entering a block contributes ``c(z_i, ẑ_j) = Ā_ji`` (the
+head-averaged attention) to ``ẑ_j``; its presence is the column sum
+``p(z_i) = sum_j Ā_ji``. Rows sum to 1, so presences average 1; their spread
+is the token fluctuation.
 
-How ``Ā`` is obtained, exactly and without re-implementing attention: the
-alignment rule, with every token of the block's input as its own
-source. For block ``l`` the image is cut into the cells of that block's
-token grid (the patches; for Swin, the cells its patch merging has made),
-each cell one source, and the class (and distillation) token(s) one more
-source. Aligning with block ``l`` only and no residual average
-(``align_layers=[l]``, ``residual_norm=False``) gives labels
-``Ā_l Y = Ā_l`` after block ``l``, whose column sums are the presences. One
-forward per block, with ``N_l + 1`` label channels.
-
-For a distilled DeiT the class and distillation tokens share their source:
-their presences are reported together, as one "extra tokens" entry.
+``Ā`` comes from the alignment rule itself, not a re-implementation of
+attention: with every cell of block ``l``'s token grid one source (the
+patches, or for Swin the cells its patch merging has made) and the class
+(and distillation) token(s) one more, aligning with block ``l`` only and no
+residual average (``align_layers=[l]``, ``residual_norm=False``) gives
+``Ā_l Y = Ā_l``. One forward per block, ``N_l + 1`` label channels; a
+distilled DeiT's class and distillation tokens share one "extra" entry.
 """
 import math
 from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from tlalign_mm.models.aligned_forward import aligned_forward
 from tlalign_mm.models.families import describe
 
 
 class LayerPresence(NamedTuple):
-    """Presence of the tokens entering one block.
-
-    Attributes:
-        patches (Tensor): ``(B, N_l)`` presence of each spatial token.
-        extra (Tensor or None): ``(B,)`` presence of the class (and
-            distillation) token(s); ``None`` without.
-        grid (tuple): ``(h, w)`` of the spatial tokens.
-    """
+    """Presence of the tokens entering one block: ``patches`` ``(B, N_l)``
+    (spatial tokens, on a ``grid`` of ``(h, w)``) and ``extra`` ``(B,)``
+    (the class and distillation token(s); ``None`` without)."""
     patches: torch.Tensor
     extra: Optional[torch.Tensor]
     grid: Tuple[int, int]
@@ -46,16 +35,14 @@ class LayerPresence(NamedTuple):
 
 def _patch_stride(embed: nn.Module) -> Tuple[int, int]:
     conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
-    if not isinstance(conv, nn.Conv2d):
+    padding = getattr(conv, 'padding', 0)
+    if not isinstance(conv, nn.Conv2d) or tuple(conv.kernel_size) != tuple(
+            conv.stride) or any(p != 0 for p in (
+                padding if isinstance(padding, tuple) else (padding, ))):
         raise NotImplementedError(
-            'Token presence needs a patch embedding that is a convolution; '
+            'Token presence needs a patch embedding that is a convolution of '
+            f'non-overlapping, unpadded patches (kernel == stride); '
             f'{type(embed).__name__} is not.')
-    if tuple(conv.kernel_size) != tuple(conv.stride) or any(
-            p != 0 for p in (conv.padding if isinstance(conv.padding, tuple)
-                             else (conv.padding, ))):
-        raise NotImplementedError(
-            'Token presence needs a patch embedding of non-overlapping, '
-            'unpadded patches (kernel == stride).')
     return tuple(conv.stride)
 
 
@@ -65,52 +52,31 @@ def cell_sources(image_hw: Tuple[int, int], cell: Tuple[int, int],
     source (row-major, as tokens are ordered), plus one source no pixel
     holds when ``extra`` (the class token's)."""
     H, W = image_hw
-    gh, gw = math.ceil(H / cell[0]), math.ceil(W / cell[1])
+    gw = math.ceil(W / cell[1])
     ys = torch.arange(H, device=device) // cell[0]
     xs = torch.arange(W, device=device) // cell[1]
-    index = (ys[:, None] * gw + xs[None, :]).reshape(-1)
-    S = gh * gw + int(extra)
-    weights = torch.zeros(S, H * W, device=device)
-    weights[index, torch.arange(H * W, device=device)] = 1
-    return weights.reshape(1, S, H, W).expand(batch_size, -1, -1, -1)
-
-
-def block_grids(backbone: nn.Module, images: torch.Tensor) -> List[int]:
-    """Number of spatial tokens each block works on, read off one recorded
-    forward (the labels after block ``l`` hold one row per token)."""
-    B = images.shape[0]
-    pw = images.new_ones(B, 1, *images.shape[-2:]).float()
-    aligned = aligned_forward(backbone, images, pw, keep_history=True)
-    return [h.shape[1] for h in aligned.history[1:]]
-
-
-def source_of_tokens(n_extra: int, n_patches: int) -> List[int]:
-    """Source of each token, in token order: the extra tokens hold the last
-    source, the patches the first ``n_patches``."""
-    return [n_patches] * n_extra + list(range(n_patches))
+    S = math.ceil(H / cell[0]) * gw + int(extra)
+    weights = F.one_hot(ys[:, None] * gw + xs, S).permute(2, 0, 1).float()
+    return weights.contiguous()[None].expand(batch_size, -1, -1, -1)
 
 
 @torch.no_grad()
 def token_presence(backbone: nn.Module,
                    images: torch.Tensor) -> List[LayerPresence]:
-    """Presence of every token entering every block, see the module doc.
-
-    Args:
-        backbone (nn.Module): a backbone of a described family whose patch
-            embedding cuts non-overlapping patches (ViT/DeiT, Swin), in the
-            mode (eval) to analyse.
-        images (Tensor): ``(B, 3, H, W)``.
-
-    Returns:
-        list[LayerPresence]: one per block.
-    """
+    """Presence of every token entering every block (see the module doc)
+    of ``images`` ``(B, 3, H, W)``, one :class:`LayerPresence` per block.
+    ``backbone``: a described family whose patch embedding cuts
+    non-overlapping patches (ViT/DeiT, Swin), in the mode to analyse."""
     description = describe(backbone)  # a clear error for unsupported ones
     stride = _patch_stride(description.embed)
     B, _, H, W = images.shape
     n_extra = description.extra_tokens
     n_input = math.ceil(H / stride[0]) * math.ceil(W / stride[1])
+    # Tokens per block, read off one recorded forward.
+    history = aligned_forward(backbone, images, images.new_ones(
+        B, 1, H, W).float(), keep_history=True).history
     out = []
-    for layer, n_tokens in enumerate(block_grids(backbone, images)):
+    for layer, n_tokens in enumerate(h.shape[1] for h in history[1:]):
         n_patches = n_tokens - n_extra
         # The block's grid: the patches, merged 2x2 some number of times.
         factor = 2**round(math.log(n_input / n_patches, 4))
@@ -131,8 +97,9 @@ def token_presence(backbone: nn.Module,
                                   follow_drop_path=False, keep_history=True)
         before, after = aligned.history[layer], aligned.history[layer + 1]
         if before.shape[1] == n_tokens:  # not across a patch merging
-            one_hot = torch.eye(S, device=before.device)[source_of_tokens(
-                n_extra, n_patches)]
+            # the extra tokens hold the last source, the patches the others
+            sources = [n_patches] * n_extra + list(range(n_patches))
+            one_hot = torch.eye(S, device=before.device)[sources]
             if not torch.allclose(before, one_hot.expand_as(before),
                                   atol=1e-5):
                 raise RuntimeError(

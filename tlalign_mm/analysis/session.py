@@ -1,11 +1,6 @@
-"""What every analysis sets up: config, model, data, outputs.
-
-The data are the config's own test (or val) dataloader, built by
-:meth:`mmengine.runner.Runner.build_dataloader`; the model is loaded from a
-checkpoint strictly, or initialised with a seed. The command-line side (the
-arguments every tool shares, the work dir) is in
-``tools/analysis/analysis_cli.py``.
-"""
+"""What every analysis sets up: the config, its model (loaded strictly, or
+seeded), its test (or val) dataloader, and the output files. The command
+line every tool shares is ``tools/analysis/analysis_cli.py``."""
 import csv
 import json
 from typing import Iterable, Optional
@@ -35,9 +30,8 @@ def load_config(path: str, cfg_options: Optional[dict] = None) -> Config:
 
 def build_model(cfg: Config, checkpoint: Optional[str] = None,
                 device='cpu', seed: int = 0) -> nn.Module:
-    """The config's model in eval mode, from ``checkpoint`` (loaded
-    strictly: an analysis of a partly loaded model would mean nothing) or,
-    with ``None`` / ``'none'``, initialised with ``seed``."""
+    """The config's model in eval mode from ``checkpoint``, strictly (a
+    partly loaded model's analysis means nothing), or seeded without one."""
     from mmpretrain.registry import MODELS
     model_cfg = cfg.model.copy()
     # As mmengine's Runner: a top-level data_preprocessor is the model's.
@@ -58,8 +52,8 @@ def build_model(cfg: Config, checkpoint: Optional[str] = None,
 
 
 def dataloader_cfg(cfg: Config, split: str = 'test') -> dict:
-    """A copy of the config's ``{split}_dataloader``, falling back to the
-    other of test/val."""
+    """A copy of the config's ``{split}_dataloader`` (else the other of
+    test/val)."""
     key = f'{split}_dataloader'
     other = 'val_dataloader' if split == 'test' else 'test_dataloader'
     loader = cfg.get(key) or cfg.get(other)
@@ -92,9 +86,7 @@ def build_dataloader(cfg: Config, split: str = 'test',
 
 def write_csv(path: str, rows: Iterable[dict]) -> str:
     rows = list(rows)
-    fields = []
-    for row in rows:
-        fields += [k for k in row if k not in fields]
+    fields = list(dict.fromkeys(k for row in rows for k in row))
     with open(path, 'w', newline='') as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()

@@ -105,20 +105,15 @@ def align(recorded: Recorded,
             each source.
         area_share (Tensor, optional): ``(B, S)``, the extra tokens'
             initial label; default each source's pixel share.
-        options (AlignOptions): ``align_layers``, ``residual_norm``,
-            ``follow_drop_path`` (checked by
-            :func:`~tlalign_mm.core.options.align_options`).
+        options (AlignOptions): checked by :func:`.align_options`.
         keep_history (bool): also return the labels before the first block
             and after every block.
-        impl (str): the path of :func:`head_mean_attention`.
+        impl (str): the path of :func:`.head_mean_attention`.
 
     Returns:
         tuple: the ``(B, N_l, S)`` labels of the tokens the head reads, and
-        the history (empty unless ``keep_history``).
-
-    Raises:
-        RuntimeError: a block's slot misses a part its hooks record (the
-            forward took a path the description does not follow).
+        the history (empty unless ``keep_history``); a RuntimeError where a
+        slot misses a part its hooks record.
     """
     slots, head_after = recorded.slots, recorded.head_after
     num_blocks = len(slots) - 1

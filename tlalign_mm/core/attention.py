@@ -1,24 +1,20 @@
 """``Ā Y``: the head-averaged attention of a block applied to labels.
 
-:func:`head_mean_attention` is the one function that computes it from a
-block's recorded queries and keys, in float32 and without gradients, by one
-of three paths (``impl``; ``'auto'`` picks by the measurements in
-``docs/performance.md``):
+:func:`head_mean_attention` computes it from a block's recorded queries and
+keys, in float32 without gradients, by one of three paths (``impl``;
+``'auto'`` picks by the measurements in ``docs/performance.md``):
 
-- ``'sdpa'``: ``F.scaled_dot_product_attention`` with the labels as the
-  values (zero-padded to the head width: the fused CPU flash and CUDA
-  memory-efficient kernels want q, k and v of one width), then the mean over
-  heads. No attention matrix is materialised.
-- ``'triton'``: the fused GPU kernel of :mod:`.triton_labels` (flash-style,
-  from the block's own bf16/fp16/fp32 q and k, float32 softmax and
-  ``P Y``); plain softmax attention only (no bias, one float scale).
-- ``'explicit'``: ``mean_h softmax(q k^T s + bias) Y`` with the attention
-  matrix materialised: for narrow heads a forward ``q k^T`` is cheaper than
-  the padded SDPA call.
+- ``'sdpa'``: ``F.scaled_dot_product_attention`` with the labels as values
+  (zero-padded to the head width, which the fused CPU flash and CUDA
+  memory-efficient kernels want), then the head mean; no attention matrix.
+- ``'triton'``: the fused GPU kernel of :mod:`.triton_labels`, from the
+  block's own q and k; no bias, one float scale.
+- ``'explicit'``: the attention matrix materialised: for narrow heads a
+  ``q k^T`` is cheaper than the padded SDPA call.
 
 A block that computes its softmax itself (Swin's ``WindowMSA``, PVT's
-``nn.MultiheadAttention``) records the attention probabilities instead of q
-and k, and ``Ā Y`` is then one ``bmm`` (:func:`mean_probs_attention`).
+``nn.MultiheadAttention``) records the probabilities instead, and ``Ā Y`` is
+one ``bmm`` (:func:`mean_probs_attention`).
 """
 from typing import Optional, Tuple, Union
 
@@ -75,13 +71,12 @@ def head_mean_attention(query: torch.Tensor,
         key (Tensor): ``(B, H, M, d)``.
         labels (Tensor): ``(B, M, S)`` labels of the keys.
         bias (Tensor, optional): additive logits bias broadcastable to
-            ``(B, H, N, M)`` (a mask is ``-inf`` where it masks).
-        scale (float | Tensor, optional): the logits scale, a float or one
-            per head ``(H,)``; default ``d ** -0.5``.
-        impl (str): one of :data:`IMPLS`: force a path, or ``'auto'``.
-        with_mass (bool): also return ``m = (Ā Y).sum(-1)``, ``(B, N, 1)``:
-            each query's attention on keys that carry labels (where some
-            keys are padding with all-zero labels).
+            ``(B, H, N, M)`` (``-inf`` where a mask masks).
+        scale (float | Tensor, optional): a float or one per head ``(H,)``;
+            default ``d ** -0.5``.
+        impl (str): one of :data:`IMPLS`.
+        with_mass (bool): also return ``m = (Ā Y).sum(-1)`` ``(B, N, 1)``,
+            each query's attention on keys that carry labels.
 
     Returns:
         tuple: ``Ā Y`` ``(B, N, S)`` float32, and ``m`` or ``None``.

@@ -1,7 +1,6 @@
-"""Key maps: how the labels of a block's tokens become the labels of its
-attention's keys (:meth:`to_keys`), and ``Ā Y`` (with ``m``) comes back to
-the tokens (:meth:`to_queries`), for attention whose keys are not the
-tokens themselves. Recorded per block (:class:`~.records.Slot`)."""
+"""Key maps, for attention whose keys are not the tokens themselves: how a
+block's token labels become its keys' labels (``to_keys``) and ``Ā Y`` (with
+``m``) comes back to the tokens (``to_queries``)."""
 from typing import NamedTuple, Optional, Tuple
 
 import torch

@@ -9,23 +9,14 @@ DRIFT_NAMES = ('abs_diff', 'entropy', 'entropy_area', 'flip_rate')
 
 def label_drift(target: torch.Tensor,
                 area: torch.Tensor) -> Dict[str, torch.Tensor]:
-    """The batch means, as 0-d tensors on the batch's device (nothing is
-    read back to the host), of:
+    """``{'label_drift/<name>': value}``, batch means as 0-d tensors on the
+    batch's device (no host sync), of the ``(B, S)`` training ``target``
+    against the ``(B, S)`` ``area`` shares:
 
-    - ``abs_diff``: ``|w_target - w_area|`` averaged over sources (for two
-      sources, ``|lambda_target - lambda_area|``);
-    - ``entropy``: the target's entropy (nats) over sources, ``-sum_s w log
-      w`` (``ln 2`` for an even two-source mix, 0 for one source);
-      ``entropy_area``: the same of the area target;
-    - ``flip_rate``: the share of samples whose target gives the most weight
-      to another source than the area target does.
-
-    Args:
-        target (Tensor): ``(B, S)`` the training target as source weights.
-        area (Tensor): ``(B, S)`` each source's area share.
-
-    Returns:
-        dict: ``{'label_drift/<name>': value}`` for :data:`DRIFT_NAMES`.
+    - ``abs_diff``: ``|w_target - w_area|`` averaged over sources;
+    - ``entropy``, ``entropy_area``: ``-sum_s w log w`` (nats) of each;
+    - ``flip_rate``: the share of samples whose target's largest source is
+      another than the area target's.
     """
     target, area = target.detach().float(), area.detach().float()
     values = (

@@ -16,19 +16,15 @@ class MixRecord:
             ``b`` is batch element ``source_index[b, s]`` of the batch before
             mixing. Column 0 is ``arange(B)``; for two-source mixes column 1 is
             mmpretrain's permutation ``index``.
-        area_share (Tensor): ``(B, S)`` float32. The area share of each
-            source, i.e. the (corrected) lambda of the mixed target. It is the
-            initial label of the class (and distillation) token.
-        mode (str): Which augmentation made the batch: its class name
-            without ``TL``, lower case (``'cutmix'``, ``'mixup'``,
-            ``'tokencutmix'``, ``'patchmix'``, ``'blockmix'``), or
-            ``'none'``.
-        targets (Tensor, optional): ``(B, S, C)`` each source's class
-            distribution (its unmixed score); set by
-            :meth:`with_targets` once the scores are known. The training
-            target of a mixed sample is ``weights @ targets`` for some
-            ``(B, S)`` source weights: ``area_share`` for CutMix, the
-            aligned weights for TL-Align.
+        area_share (Tensor): ``(B, S)`` float32. Each source's area share,
+            the (corrected) lambda of the mixed target; the extra tokens'
+            initial label.
+        mode (str): the augmentation's class name without ``TL``, lower
+            case (``'cutmix'``, ``'mixup'``, ...), or ``'none'``.
+        targets (Tensor, optional): ``(B, S, C)`` each source's unmixed
+            score (:meth:`with_targets`). A mixed sample's training target
+            is ``weights @ targets``: ``area_share`` for CutMix, the aligned
+            weights for TL-Align.
     """
 
     pixel_weights: torch.Tensor
@@ -53,8 +49,7 @@ class MixRecord:
             mode='none')
 
     def with_targets(self, scores: torch.Tensor) -> 'MixRecord':
-        """This record with ``targets`` gathered from the unmixed batch
-        scores ``(B, C)``."""
+        """This record with :meth:`source_targets` as ``targets``."""
         return replace(self, targets=self.source_targets(scores))
 
     def source_targets(self, scores: torch.Tensor) -> torch.Tensor:

@@ -1,6 +1,5 @@
-"""The alignment options, checked where they are given: one home for
-``TLAlignClassifier(align_cfg=...)``, :func:`tlalign_mm.align_labels` and
-the analyses."""
+"""The alignment options, checked where they are given (the classifier's
+``align_cfg``, :func:`tlalign_mm.align_labels`, the analyses)."""
 from typing import Iterable, Mapping, NamedTuple, Optional, Set, Union
 
 AlignLayers = Union[str, Iterable[int], None]
@@ -43,17 +42,10 @@ def align_options(cfg: Optional[Mapping] = None) -> AlignOptions:
 def resolve_align_layers(align_layers: AlignLayers,
                          num_layers: Optional[int] = None
                          ) -> Optional[Set[int]]:
-    """The set of block indices that align, ``None`` for all.
-
-    Args:
-        align_layers: ``'all'`` (or ``None``), ``'last'`` or a non-empty
-            list of block indices (negative ones count from the end).
-        num_layers (int, optional): number of blocks; needed for ``'last'``
-            and negative indices, and to check the range.
-
-    Raises:
-        ValueError: anything else, naming the value and what is accepted.
-    """
+    """The set of block indices that align (``None``: all) from ``'all'``
+    (or ``None``), ``'last'`` or a non-empty list of indices (negative from
+    the end; ``num_layers`` resolves them and checks the range); a
+    ValueError naming the value and what is accepted otherwise."""
     if align_layers is None or (isinstance(align_layers, str)
                                 and align_layers == 'all'):
         return None

@@ -1,12 +1,11 @@
 """What a recorded forward records: plain data, one slot per block.
 
-Labels never change tokens, so a backbone's forward can run untouched while
-forward hooks record, per block, what its attention computes; the rule is
-then applied to the records by :func:`tlalign_mm.core.align`. A record
-holds tensors the forward computed anyway (detached views: autograd saves
-them for the backward), never labels. Each hook knows its block, so a
-block's records land in its :class:`Slot`, whatever order they fire in;
-a slot missing a part it expects is the one error.
+Labels never change tokens, so a backbone's forward runs untouched while
+hooks record, per block, tensors its attention computes anyway (detached
+views autograd saves for the backward), never labels;
+:func:`tlalign_mm.core.align` applies the rule to them. Each hook knows its
+block, so its records land in that :class:`Slot` whatever order they fire
+in; a slot missing a part it expects is the one error.
 """
 from dataclasses import dataclass
 from typing import Callable, List, NamedTuple, Optional, Tuple, Union
@@ -19,15 +18,9 @@ from .token_labels import label_map_of
 
 
 class TokenStep(NamedTuple):
-    """A module made tokens from an ``hw`` map of tokens (patch merging,
-    pooling, a pyramid stage's patch embedding).
-
-    Attributes:
-        hw (tuple): ``(H, W)`` of the map it read.
-        rule (Callable): ``(B, S, H, W)`` label map -> ``(B, N', S)``
-            labels of the tokens it made.
-        name (str): the module's class, for messages.
-    """
+    """A module (patch merging, pooling, a stage's patch embedding) made
+    tokens from the ``(H, W)`` map ``hw``; ``rule``: ``(B, S, H, W)`` label
+    map -> ``(B, N', S)`` labels of its tokens; ``name``: its class."""
     hw: Tuple[int, int]
     rule: Callable[[torch.Tensor], torch.Tensor]
     name: str = ''
@@ -43,19 +36,14 @@ class TokenStep(NamedTuple):
 
 @dataclass
 class Slot:
-    """What one call recorded for block ``i``: the token step that ran
-    before it, and its attention, key map and drop-path decision.
+    """What one call recorded for a block: the token step before it, and
+    its attention, key map and drop-path decision.
 
     Attributes:
-        expects (tuple): the parts the hooks on this block record:
-            ``'attention'`` (``probs``, or ``q`` and ``k``), ``'key_map'``,
-            ``'step'``.
-        q, k (Tensor): ``(B', H, N, d)``, ``(B', H, M, d)``, as the
-            attention uses them (after qk-norm).
-        scale (float | Tensor): the logits scale (``(H,)`` for a learned
-            per-head one); ``None``: ``d ** -0.5``.
-        bias (Tensor): additive logits bias (relative position bias,
-            masks), broadcastable to ``(B', H, N, M)``.
+        expects (tuple): the parts its hooks record: ``'attention'``
+            (``probs``, or ``q`` and ``k``), ``'key_map'``, ``'step'``.
+        q, k, scale, bias: as :func:`~.attention.head_mean_attention` takes
+            them (``(B', H, N, d)``, ``(B', H, M, d)``).
         probs (Tensor): ``(B', H, N, M)`` softmax output (or its head mean),
             before attention dropout, where a block computes it itself.
         key_map: how token labels become the keys' (:mod:`.key_maps`).
@@ -82,8 +70,7 @@ class Slot:
 
     def attend(self, keys: torch.Tensor, with_mass: bool = False,
                impl: str = 'auto'):
-        """``(Ā Y, m)`` for the labels ``keys`` ``(B', M, S)`` of the
-        keys (see :func:`~tlalign_mm.core.head_mean_attention`)."""
+        """``(Ā Y, m)`` for the ``(B', M, S)`` labels of the keys."""
         if self.probs is not None:
             attended = mean_probs_attention(self.probs, keys)
             return attended, (attended.sum(-1, keepdim=True) if with_mass
@@ -96,15 +83,15 @@ class Recorded(NamedTuple):
     """One recorded forward, as :func:`tlalign_mm.core.align` takes it.
 
     Attributes:
-        slots (list[Slot]): one per block, and a last one for a token step
-            after the last block.
+        slots (list[Slot]): one per block, and one for a token step after
+            the last block.
         embed (Callable): ``(B, S, H, W)`` pixel weights -> ``(B, N, S)``
-            labels of the patch tokens (the patch embedding's rule).
+            patch token labels (the patch embedding's rule).
         extra_tokens (int): tokens before the patch tokens (class,
             distillation, registers); they start at ``area_share``.
         head_after (tuple, optional): ``(j, through_step)``: the head reads
-            the tokens after block ``j`` (and after the token step that
-            follows it, if ``through_step``); ``None``: after the last.
+            the tokens after block ``j`` (and the token step after it, if
+            ``through_step``); ``None``: after the last.
     """
     slots: List[Slot]
     embed: Callable[[torch.Tensor], torch.Tensor]

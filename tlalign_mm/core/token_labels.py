@@ -10,12 +10,9 @@ from typing import Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
+from torch.nn.modules.utils import _pair
 
 _Pair = Tuple[int, int]
-
-
-def _pair(x) -> _Pair:
-    return tuple(x) if isinstance(x, (tuple, list)) else (x, x)
 
 
 def window_mean(label_map: torch.Tensor,
@@ -24,13 +21,9 @@ def window_mean(label_map: torch.Tensor,
                 padding=0,
                 dilation=1,
                 pre_pad: Optional[Sequence[int]] = None) -> torch.Tensor:
-    """Mean of a label map under every window of a convolution.
-
-    A token made by a convolution (a patch embedding, an overlapping patch
-    embedding, a spatial-reduction conv) sees the pixels, or tokens, under its
-    window. Its label is their mean. Positions added by padding carry no label
-    mass: the mean is taken over real positions only, so a token of a
-    partially padded window still has a label that sums to 1.
+    """Mean of a label map under every window of a convolution, over real
+    positions only (padding carries no label mass, so a partially padded
+    window's label still sums to 1): the label of a token a conv makes.
 
     Args:
         label_map (Tensor): ``(B, S, H, W)`` source weights of each position.
@@ -50,12 +43,9 @@ def window_mean(label_map: torch.Tensor,
     pre = tuple(pre_pad) if pre_pad is not None else (0, 0, 0, 0)
     # Checked on the geometry (Python ints), not on the counts below:
     # reading a tensor would make a GPU wait in every training step.
-    for size, k, st, p, d, lo, hi in ((H, kernel_size[0], stride[0],
-                                        padding[0], dilation[0], pre[2],
-                                        pre[3]),
-                                       (W, kernel_size[1], stride[1],
-                                        padding[1], dilation[1], pre[0],
-                                        pre[1])):
+    for size, k, st, p, d, (lo, hi) in zip((H, W), kernel_size, stride,
+                                           padding, dilation,
+                                           (pre[2:], pre[:2])):
         if _a_window_reads_only_padding(size, k, st, p, d, lo, hi):
             raise ValueError(
                 'A token window covers only padding, so it has no label. The '
@@ -115,16 +105,8 @@ def label_map_of(tokens: torch.Tensor, hw: _Pair) -> torch.Tensor:
 
 def with_extra_tokens(patch_labels: torch.Tensor, area_share: torch.Tensor,
                       num_extra_tokens: int) -> torch.Tensor:
-    """Prepend the class (and distillation) tokens' labels.
-
-    Args:
-        patch_labels (Tensor): ``(B, N, S)``.
-        area_share (Tensor): ``(B, S)``, each source's area share (lambda).
-        num_extra_tokens (int): how many tokens precede the patch tokens.
-
-    Returns:
-        Tensor: ``(B, num_extra_tokens + N, S)``.
-    """
+    """``(B, N, S)`` patch labels with ``num_extra_tokens`` tokens (class,
+    distillation) labelled ``area_share`` ``(B, S)`` before them."""
     if num_extra_tokens == 0:
         return patch_labels
     extra = area_share[:, None, :].expand(-1, num_extra_tokens, -1)

@@ -1,23 +1,14 @@
 """``mean_h softmax(q k^T s) @ Y`` in one fused GPU pass (Triton).
 
-Under bf16/fp16 training the block's own attention runs in low precision,
-and the labels must not: :func:`~.attention.head_mean_attention` needs the
-head-averaged attention applied to the labels in float32 (its ``'triton'``
-path, the default on a GPU). A float32
-``scaled_dot_product_attention`` call does that, but on a GPU it pays a
-full float32 attention over the head width (the labels have to be padded to
-it) for an output of ``S`` (2-3) channels; on an H200 it cost 6.6 times the
-block's own bf16 attention call at DeiT-S sizes.
-
-This kernel computes the same quantity the way flash attention computes
-attention, for labels only: ``q k^T`` on the tensor cores from the block's
-own low-precision ``q``, ``k`` (their products are exact and accumulate in
-float32, so the logits are the float32 logits of those values), an online
-float32 softmax, ``P Y`` in IEEE float32 and the mean over heads, without
-materialising the attention matrix and without a float32 copy of q, k.
-
-It covers the plain softmax attention of ``F.scaled_dot_product_attention``
-(no mask, no causal flag); anything else takes the float32 SDPA call.
+Under bf16/fp16 training the labels must still be float32. A float32
+``scaled_dot_product_attention`` call pays a full float32 attention over
+the head width (the labels padded to it) for an output of ``S`` (2-3)
+channels: on an H200, 6.6 times the block's own bf16 attention at DeiT-S
+sizes. This kernel computes it the way flash attention does, for labels
+only: ``q k^T`` on the tensor cores from the block's own low-precision q and
+k (exact products accumulated in float32), an online float32 softmax, ``P Y``
+in IEEE float32 and the head mean, with no attention matrix and no float32
+copy of q, k. Plain softmax attention only (no mask, no causal flag).
 """
 import torch
 
@@ -102,17 +93,9 @@ if triton is not None:
 
 def mean_head_labels(query: torch.Tensor, key: torch.Tensor,
                      labels: torch.Tensor, scale: float) -> torch.Tensor:
-    """``mean_h(softmax(q_h k_h^T * scale)) @ labels`` in float32.
-
-    Args:
-        query (Tensor): ``(B, H, N, d)`` (any float dtype, on a GPU).
-        key (Tensor): ``(B, H, M, d)``, the dtype of ``query``.
-        labels (Tensor): ``(B, M, S)`` float32.
-        scale (float): the softmax scale.
-
-    Returns:
-        Tensor: ``(B, N, S)`` float32.
-    """
+    """``mean_h(softmax(q_h k_h^T * scale)) @ labels`` ``(B, N, S)`` in
+    float32 from ``(B, H, N, d)`` queries and ``(B, H, M, d)`` keys (one
+    float dtype, on a GPU) and ``(B, M, S)`` labels."""
     if triton is None:
         raise RuntimeError('mean_head_labels needs Triton (it ships with '
                            'the CUDA builds of PyTorch on Linux).')

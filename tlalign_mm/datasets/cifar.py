@@ -1,13 +1,11 @@
 """CIFAR-10/100 from local files, never downloaded.
 
-mmpretrain's ``CIFAR10``/``CIFAR100`` read the official "python version"
-pickles with plain :func:`pickle.loads`, which runs whatever a crafted file
-asks for, and download them by default. ``LocalCIFAR10``/``LocalCIFAR100``
-read the same on-disk format with :class:`CIFARUnpickler`, which only
-resolves the numpy types the real files hold, never download, and say which
-files they expect where when they are missing. The official archives' md5
-sums are checked unless ``verify_md5=False``; the files are read with the
-restricted unpickler either way.
+mmpretrain's ``CIFAR10``/``CIFAR100`` download by default and read the
+official "python version" pickles with plain :func:`pickle.loads`, which
+runs whatever a crafted file asks for. ``LocalCIFAR10``/``LocalCIFAR100``
+read them with :class:`CIFARUnpickler` (only the numpy types the real files
+hold), check the official md5 sums unless ``verify_md5=False``, and name
+the files they expect where when they are missing.
 """
 import io
 import os.path as osp
@@ -90,12 +88,9 @@ class CIFARUnpickler(pickle._Unpickler):
 
 
 def load_cifar(data: bytes, path: str) -> Any:
-    """Unpickle a CIFAR file's bytes with :class:`CIFARUnpickler`.
-
-    Raises:
-        pickle.UnpicklingError: naming ``path``, if the file holds anything
-            else than a dict of what the real files hold.
-    """
+    """Unpickle a CIFAR file's bytes with :class:`CIFARUnpickler`; an
+    ``UnpicklingError`` naming ``path`` if it holds anything else than a
+    dict of what the real files hold."""
     try:
         loaded = CIFARUnpickler(io.BytesIO(data), encoding='latin1').load()
         if not isinstance(loaded, dict):
@@ -111,27 +106,15 @@ def load_cifar(data: bytes, path: str) -> Any:
 class _LocalCIFARMixin:
     """Replace mmpretrain's download-or-fail integrity check."""
 
-    meta: dict
-    base_folder: str
-    url: str
-    train_list: list
-    test_list: list
-
-    def __init__(self,
-                 data_root: str = '',
-                 split: str = 'train',
-                 verify_md5: bool = True,
-                 download: bool = False,
-                 **kwargs):
+    def __init__(self, data_root: str = '', split: str = 'train',
+                 verify_md5: bool = True, download: bool = False, **kwargs):
         if download:
             raise ValueError(
                 f'{type(self).__name__} never downloads (download=True was '
                 f'given). Download {self.url} yourself and extract it into '
                 'data_root.')
-        self.verify_md5 = verify_md5
-        self._verified = False
-        # the next class in the MRO: mmpretrain's CIFAR10 / CIFAR100
-        super().__init__(
+        self.verify_md5, self._verified = verify_md5, False
+        super().__init__(  # mmpretrain's CIFAR10 / CIFAR100
             data_root=data_root, split=split, download=False, **kwargs)
 
     def _expected_layout(self, root: str) -> str:
@@ -219,32 +202,19 @@ class _LocalCIFARMixin:
 
 @DATASETS.register_module()
 class LocalCIFAR10(_LocalCIFARMixin, CIFAR10):
-    """mmpretrain's ``CIFAR10`` that never downloads.
-
-    Expected layout (the official "python version")::
-
-        data_root/cifar-10-batches-py/
-            data_batch_1 ... data_batch_5, test_batch, batches.meta
+    """mmpretrain's ``CIFAR10`` that never downloads, from
+    ``data_root/cifar-10-batches-py/{data_batch_1..5, test_batch,
+    batches.meta}``.
 
     Args:
-        data_root (str): the folder holding ``cifar-10-batches-py``.
-        split (str): ``'train'`` or ``'test'``.
-        verify_md5 (bool): check the files against the official md5 sums.
-            Defaults to True. (For files you made yourself in the same
-            format; they are read with :class:`CIFARUnpickler` either way.)
+        verify_md5 (bool): check the official md5 sums (False for files you
+            made in the same format). Defaults to True.
         download (bool): must be False (kept for config compatibility).
-        **kwargs: as :class:`mmpretrain.datasets.CIFAR10`.
+        data_root, split, **kwargs: as mmpretrain's ``CIFAR10``.
     """
 
 
 @DATASETS.register_module()
 class LocalCIFAR100(_LocalCIFARMixin, CIFAR100):
-    """mmpretrain's ``CIFAR100`` that never downloads.
-
-    Expected layout (the official "python version")::
-
-        data_root/cifar-100-python/
-            train, test, meta
-
-    Args: as :class:`LocalCIFAR10`.
-    """
+    """:class:`LocalCIFAR10` for ``data_root/cifar-100-python/{train, test,
+    meta}``."""

@@ -1,8 +1,6 @@
-"""scikit-learn's handwritten digits as an mmpretrain dataset.
-
-1,797 8x8 grey images of the digits 0-9 that ship inside scikit-learn, so
-the demo trains on real data with no download.
-"""
+"""scikit-learn's handwritten digits as an mmpretrain dataset: 1,797 8x8
+grey images of 0-9 that ship inside scikit-learn, so the demo trains on real
+data with no download."""
 from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -18,42 +16,34 @@ from mmpretrain.structures import DataSample
 
 @DATASETS.register_module()
 class Digits(BaseDataset):
-    """The UCI handwritten digits bundled with scikit-learn.
-
-    Images are 8x8 with 17 grey levels; they are scaled to ``uint8`` and
-    repeated to 3 channels. The split is a stratified, seeded hold-out:
-    ``split='train'`` and ``split='test'`` are disjoint and together cover
-    the dataset.
+    """The UCI handwritten digits bundled with scikit-learn: 8x8, 17 grey
+    levels, scaled to ``uint8`` and repeated to 3 channels. ``split='train'``
+    and ``'test'`` are a stratified, seeded hold-out: disjoint, together
+    the whole dataset.
 
     Args:
         split (str): ``'train'`` or ``'test'``.
-        test_ratio (float): share of images held out. Defaults to 0.2.
+        test_ratio (float): share held out. Defaults to 0.2.
         split_seed (int): seed of the split. Defaults to 0.
-        scale (int | tuple[int, int], optional): ``(w, h)`` (or one side of
-            a square) to upsample every image to once, when the data list is
-            loaded, with ``mmcv.imresize(..., interpolation='bilinear')``:
-            the bytes ``dict(type='Resize', scale=scale,
-            interpolation='bilinear')`` would give, without resizing each
-            sample again in every epoch. Defaults to None (8x8).
-        pipeline (list): data transforms.
-        **kwargs: as :class:`mmpretrain.datasets.BaseDataset`.
+        scale (int | tuple[int, int], optional): ``(w, h)`` (or a square's
+            side) to upsample every image to once, when the data list is
+            loaded: the bytes ``dict(type='Resize', scale=scale,
+            interpolation='bilinear')`` would give in every epoch. Defaults
+            to None (8x8).
+        pipeline, **kwargs: as :class:`mmpretrain.datasets.BaseDataset`.
 
-    A batch (:meth:`__getitems__`, which torch's ``DataLoader`` calls with a
-    batch's indices) is made at once from one image tensor when the
-    pipeline is ``RandomCrop`` (constant padding) then ``PackInputs``, or
-    ``PackInputs`` alone: the same samples and random draws as the
-    per-sample pipeline, a few times faster.
+    A batch (:meth:`__getitems__`, which torch's ``DataLoader`` calls) is
+    made at once from one image tensor when the pipeline is ``RandomCrop``
+    (constant padding) then ``PackInputs``, or ``PackInputs`` alone: the
+    same samples and random draws as the per-sample pipeline, faster.
     """
 
     METAINFO = {'classes': tuple(str(i) for i in range(10))}
 
-    def __init__(self,
-                 split: str = 'train',
-                 test_ratio: float = 0.2,
+    def __init__(self, split: str = 'train', test_ratio: float = 0.2,
                  split_seed: int = 0,
                  scale: Optional[Union[int, Sequence[int]]] = None,
-                 pipeline=(),
-                 **kwargs):
+                 pipeline=(), **kwargs):
         if split not in ('train', 'test'):
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         if isinstance(scale, int):
@@ -86,10 +76,8 @@ class Digits(BaseDataset):
         return data_list
 
     def __getitems__(self, indices: Sequence[int]) -> List[dict]:
-        """``[self[i] for i in indices]``: the same images (bytes), data
-        samples and ``np.random`` draws, made for the whole batch at once
-        when the pipeline allows (see the class docstring), else one sample
-        at a time."""
+        """``[self[i] for i in indices]`` (the same bytes, data samples and
+        ``np.random`` draws), at once when the pipeline allows."""
         steps = self._batch_steps()
         if steps is None:
             return [self[i] for i in indices]
@@ -98,11 +86,9 @@ class Digits(BaseDataset):
             self.full_init()
         if self._images is None:  # once, from the data list
             infos = [self.get_data_info(i) for i in range(len(self))]
-            self._images = torch.from_numpy(np.stack(
-                [info['img'] for info in infos])).permute(0, 3, 1,
-                                                         2).contiguous()
-            self._labels = torch.tensor([int(info['gt_label'])
-                                         for info in infos])
+            images = torch.from_numpy(np.stack([i['img'] for i in infos]))
+            self._images = images.permute(0, 3, 1, 2).contiguous()
+            self._labels = torch.tensor([int(i['gt_label']) for i in infos])
         index = torch.as_tensor(indices, dtype=torch.long)
         index = torch.where(index < 0, index + len(self), index)
         images = self._images[index]
@@ -145,9 +131,8 @@ class Digits(BaseDataset):
 
 @lru_cache(maxsize=1)
 def _digits() -> Tuple[np.ndarray, np.ndarray]:
-    """scikit-learn's digits as ``uint8`` images ``(N, 8, 8)`` and labels
-    ``(N,)``, read-only: read once per process (scikit-learn parses its
-    compressed CSV on every ``load_digits``), not once per dataset."""
+    """scikit-learn's digits as read-only ``uint8`` images ``(N, 8, 8)``
+    and labels ``(N,)``, once per process (``load_digits`` parses a CSV)."""
     from sklearn.datasets import load_digits
     digits = load_digits()
     images = np.round(digits.images * (255 / 16)).astype(np.uint8)

@@ -1,9 +1,7 @@
-"""ImageNet test sets for robustness evaluation, in ImageNet-1k's label
-space: ``ImageNetA``, ``ImageNetR`` (200-class subsets), ``ImageNetV2``
-(folders named by class index) and ``ImageNetC`` (corruption / severity
-folders). ImageNet-1k's class order (sorted WordNet ids) and the A/R subsets
-come from ``timm``'s bundled ImageNet info files (timm is a dependency).
-"""
+"""ImageNet test sets in ImageNet-1k's label space: ``ImageNetA``,
+``ImageNetR`` (200-class subsets), ``ImageNetV2`` (folders named by class
+index) and ``ImageNetC`` (corruption/severity folders). The class order
+(sorted WordNet ids) and the A/R subsets are timm's bundled info files."""
 import os
 import os.path as osp
 from functools import lru_cache
@@ -13,18 +11,15 @@ from typing import Dict, List, Optional, Sequence
 from mmpretrain.datasets import BaseDataset
 from mmpretrain.datasets.categories import IMAGENET_CATEGORIES
 from mmpretrain.registry import DATASETS
+from torchvision.datasets.folder import IMG_EXTENSIONS
 
 __all__ = [
     'CORRUPTIONS', 'ImageNetA', 'ImageNetC', 'ImageNetR', 'ImageNetV2',
     'imagenet_synsets', 'subset_synsets'
 ]
 
-IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.ppm', '.bmp', '.pgm', '.tif',
-                  '.tiff', '.webp')
-
-#: The 15 ImageNet-C corruptions that mCE averages over (Hendrycks &
-#: Dietterich, ICLR 2019), in their order. The four "extra" corruptions
-#: (speckle_noise, gaussian_blur, spatter, saturate) are not part of mCE.
+#: The 15 ImageNet-C corruptions mCE averages over (Hendrycks & Dietterich,
+#: ICLR 2019), in order; the four "extra" ones are not part of mCE.
 CORRUPTIONS = ('gaussian_noise', 'shot_noise', 'impulse_noise',
                'defocus_blur', 'glass_blur', 'motion_blur', 'zoom_blur',
                'snow', 'frost', 'fog', 'brightness', 'contrast',
@@ -69,36 +64,32 @@ def _subdirs(folder: str) -> List[str]:
 
 
 class _FolderTestSet(BaseDataset):
-    """A test-only folder dataset in ImageNet-1k's label space."""
+    """A test-only folder dataset in ImageNet-1k's label space: a subclass
+    lists its samples (:meth:`_samples`) of a ``LAYOUT``."""
 
     METAINFO = {'classes': IMAGENET_CATEGORIES}
     LAYOUT = ''
 
-    def __init__(self,
-                 data_root: str,
-                 pipeline: Sequence = (),
-                 metainfo: Optional[dict] = None,
-                 **kwargs):
+    def __init__(self, data_root: str, pipeline: Sequence = (),
+                 metainfo: Optional[dict] = None, **kwargs):
         metainfo = dict(self._extra_metainfo(), **(metainfo or {}))
-        super().__init__(
-            ann_file='',
-            metainfo=metainfo,
-            data_root=data_root,
-            data_prefix='',
-            test_mode=True,
-            pipeline=pipeline,
-            **kwargs)
+        super().__init__(ann_file='', metainfo=metainfo, data_root=data_root,
+                         data_prefix='', test_mode=True, pipeline=pipeline,
+                         **kwargs)
 
     def _extra_metainfo(self) -> dict:
         return {}
 
-    def _root(self) -> str:
+    def load_data_list(self) -> List[dict]:
         root = self.data_root
         if not osp.isdir(root):
             raise FileNotFoundError(
                 f'{type(self).__name__}: no folder {root!r}. Expected '
                 f'layout:\n{self.LAYOUT.format(root=root)}')
-        return root
+        data_list = self._samples(root)
+        if not data_list:
+            self._fail(root, 'no images')
+        return data_list
 
     def _fail(self, root: str, what: str):
         raise FileNotFoundError(
@@ -116,8 +107,7 @@ class _SubsetFolder(_FolderTestSet):
             subset_indices=sorted(index[s]
                                   for s in subset_synsets(self.SUBSET)))
 
-    def load_data_list(self) -> List[dict]:
-        root = self._root()
+    def _samples(self, root: str) -> List[dict]:
         index = _synset_index()
         allowed = set(subset_synsets(self.SUBSET))
         folders = _subdirs(root)
@@ -125,24 +115,16 @@ class _SubsetFolder(_FolderTestSet):
         if unknown:
             self._fail(root, f'folder(s) {unknown[:5]} are not '
                        f'{self.SUBSET} WordNet ids')
-        data_list = [
-            dict(img_path=osp.join(root, wnid, name), gt_label=index[wnid])
-            for wnid in folders for name in _images(osp.join(root, wnid))
-        ]
-        if not data_list:
-            self._fail(root, 'no images')
-        return data_list
+        return [dict(img_path=osp.join(root, wnid, name), gt_label=index[wnid])
+                for wnid in folders for name in _images(osp.join(root, wnid))]
 
 
 @DATASETS.register_module()
 class ImageNetA(_SubsetFolder):
     """ImageNet-A (Hendrycks et al., 2021): 7,500 natural adversarial
-    examples of 200 ImageNet classes.
-
-    Labels are ImageNet-1k class indices; ``metainfo['subset_indices']``
-    lists the 200 classes, which :class:`SubsetAccuracy` restricts the
-    1000-way prediction to (the standard protocol).
-    """
+    examples of 200 classes, labelled with ImageNet-1k indices;
+    :class:`SubsetAccuracy` restricts the prediction to the 200 of
+    ``metainfo['subset_indices']`` (the standard protocol)."""
     SUBSET = 'imagenet_a'
     LAYOUT = ('    {root}/\n      n01498041/*.jpg\n      ...  '
               '(200 WordNet-id folders: the extracted imagenet-a.tar)')
@@ -159,63 +141,44 @@ class ImageNetR(_SubsetFolder):
 
 @DATASETS.register_module()
 class ImageNetV2(_FolderTestSet):
-    """ImageNetV2 (Recht et al., 2019), e.g. MatchedFrequency.
-
-    Its folders are named by ImageNet-1k class *index* (``0`` ... ``999``),
-    so a sorted-folder-name dataset (mmpretrain's ``CustomDataset``) would
-    mislabel it (``'10'`` sorts before ``'2'``); here the folder name is the
-    label.
+    """ImageNetV2 (Recht et al., 2019), e.g. MatchedFrequency, whose
+    folders are ImageNet-1k class *indices*: the name is the label (sorted
+    names, as mmpretrain's ``CustomDataset``, put ``'10'`` before ``'2'``).
     """
     LAYOUT = ('    {root}/\n      0/*.jpeg\n      1/*.jpeg\n      ...\n'
               '      999/*.jpeg  (e.g. the extracted '
               'imagenetv2-matched-frequency.tar.gz)')
 
-    def load_data_list(self) -> List[dict]:
-        root = self._root()
+    def _samples(self, root: str) -> List[dict]:
         folders = _subdirs(root)
         bad = [d for d in folders if not d.isdigit() or int(d) > 999]
         if bad:
             self._fail(root, f'folder(s) {bad[:5]} are not class indices')
-        data_list = [
-            dict(img_path=osp.join(root, d, name), gt_label=int(d))
-            for d in sorted(folders, key=int)
-            for name in _images(osp.join(root, d))
-        ]
-        if not data_list:
-            self._fail(root, 'no images')
-        return data_list
+        return [dict(img_path=osp.join(root, d, name), gt_label=int(d))
+                for d in sorted(folders, key=int)
+                for name in _images(osp.join(root, d))]
 
 
 @DATASETS.register_module()
 class ImageNetC(_FolderTestSet):
-    """ImageNet-C (Hendrycks & Dietterich, 2019).
-
-    Every sample carries its ``corruption`` and ``severity``; keep them in
-    the data sample with ``PackInputs(meta_keys=(..., 'corruption',
-    'severity'))`` for :class:`CorruptionError` (mCE).
-
-    Args:
-        data_root (str): the folder holding the corruption folders.
-        corruptions (Sequence[str]): defaults to the 15 of mCE.
-        severities (Sequence[int]): defaults to 1-5.
-        **kwargs: as :class:`mmpretrain.datasets.BaseDataset`.
-    """
+    """ImageNet-C (Hendrycks & Dietterich, 2019), of the ``corruptions``
+    (default: the 15 of mCE) and ``severities`` (1-5) under ``data_root``.
+    Each sample carries its ``corruption`` and ``severity``: keep them with
+    ``PackInputs(meta_keys=(..., 'corruption', 'severity'))`` for
+    :class:`CorruptionError` (mCE)."""
     LAYOUT = ('    {root}/\n      gaussian_noise/\n        1/n01440764/*.JPEG'
               '\n        ...\n        5/...\n      shot_noise/...\n      ...'
               '  (one folder per corruption, 1-5 per severity, the 1000 '
               'ImageNet WordNet ids below)')
 
-    def __init__(self,
-                 data_root: str,
+    def __init__(self, data_root: str,
                  corruptions: Sequence[str] = CORRUPTIONS,
-                 severities: Sequence[int] = (1, 2, 3, 4, 5),
-                 **kwargs):
+                 severities: Sequence[int] = (1, 2, 3, 4, 5), **kwargs):
         self.corruptions = tuple(corruptions)
         self.severities = tuple(int(s) for s in severities)
         super().__init__(data_root=data_root, **kwargs)
 
-    def load_data_list(self) -> List[dict]:
-        root = self._root()
+    def _samples(self, root: str) -> List[dict]:
         index = _synset_index()
         missing = [
             f'{c}/{s}' for c in self.corruptions for s in self.severities
@@ -236,6 +199,4 @@ class ImageNetC(_FolderTestSet):
                             dict(img_path=osp.join(folder, wnid, name),
                                  gt_label=index[wnid], corruption=c,
                                  severity=s))
-        if not data_list:
-            self._fail(root, 'no images')
         return data_list

@@ -1,14 +1,10 @@
-"""The on-disk layouts of the datasets OpenMMLab reads for the downstream
-configs, checked before a run starts.
-
-The ADE20K (mmseg ``ADE20KDataset``), COCO (mmdet ``CocoDataset``),
-Flowers-102 and Stanford Cars (mmpretrain's) datasets are used as their
-libraries define them; a missing dataset failed deep inside the data
-loading with a bare path, or with a documentation link. This package's own
-datasets (CIFAR, Tiny-ImageNet, the ImageNet test sets) already fail with
-the layout they expect. :func:`check_config_datasets` gives these four the
-same: ``tools/train.py`` and ``tools/test.py`` call it on the dataloaders
-they will build, before building anything. Nothing is ever downloaded.
+"""The on-disk layouts of OpenMMLab's own dataset classes the downstream
+configs use (mmseg's ADE20K, mmdet's COCO, mmpretrain's Flowers-102 and
+Stanford Cars), checked before a run: a missing one failed deep in the data
+loading with a bare path. ``tools/train.py`` and ``tools/test.py`` call
+:func:`check_config_datasets` before building anything, so these fail as
+this package's own datasets do, with the layout expected. Nothing is ever
+downloaded.
 """
 import os.path as osp
 from typing import Iterable, List, Mapping, Optional
@@ -82,12 +78,8 @@ def _missing(cfg: Mapping, kind: str) -> List[str]:
 
 
 def check_dataset_layout(cfg: Mapping) -> None:
-    """Raise if the dataset ``cfg`` builds is one of :data:`LAYOUTS` and
-    files it reads are missing.
-
-    Raises:
-        FileNotFoundError: naming the missing paths and the layout.
-    """
+    """A ``FileNotFoundError`` naming the missing paths and the layout if
+    the dataset ``cfg`` builds is one of :data:`LAYOUTS` and misses files."""
     kind = str(cfg.get('type', '')).split('.')[-1]
     if kind not in LAYOUTS:
         return
@@ -113,11 +105,11 @@ def _datasets(cfg: Mapping) -> Iterable[Mapping]:
             yield from _datasets(item)
 
 
+LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+
+
 def check_config_datasets(cfg: Mapping,
-                          loaders: Iterable[str] = ('train_dataloader',
-                                                    'val_dataloader',
-                                                    'test_dataloader')
-                          ) -> None:
+                          loaders: Iterable[str] = LOADERS) -> None:
     """:func:`check_dataset_layout` for the datasets of ``cfg``'s
     ``loaders`` (those set and not None)."""
     for key in loaders:

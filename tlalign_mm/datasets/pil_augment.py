@@ -1,24 +1,20 @@
 """AutoAugment's Rotate, Color and Contrast as PIL computes them.
 
 The SPT/LSA code (aanna0701/SPT_LSA_ViT 54bd796) runs DeepVoltaire's
-AutoAugment on PIL images (``utils/transforms.py:48-73``). mmpretrain's ops
-of the same names compute other images:
-
-- ``Rotate`` hands ``pad_val=128`` to ``cv2.warpAffine`` as a scalar, which
-  fills the first channel only, (128, 0, 0); the original fills grey
-  (``transforms.py:52-53``). cv2's nearest neighbour also picks another
-  source pixel than PIL's where the source point lies within cv2's
-  fixed-point step (1/1024 pixel) of a pixel edge.
-- ``ColorTransform`` and ``Contrast`` take the grey image with BGR weights
-  (mmcv's ``bgr2gray``), so on RGB arrays (mmpretrain's CIFAR) red and blue
-  swap places in the grey; and cv2 rounds the blend where PIL's
-  ``Image.blend`` truncates.
+AutoAugment on PIL images (``utils/transforms.py:48-73``); mmpretrain's ops
+of the same names compute other images. ``Rotate`` hands ``pad_val=128`` to
+``cv2.warpAffine`` as a scalar, which fills (128, 0, 0), not the original's
+grey (``transforms.py:52-53``), and cv2's nearest neighbour picks another
+pixel within its 1/1024-pixel fixed-point step of a pixel edge.
+``ColorTransform`` and ``Contrast`` take the grey with BGR weights (mmcv's
+``bgr2gray``: red and blue swap on mmpretrain's RGB CIFAR arrays), and cv2
+rounds the blend where PIL's ``Image.blend`` truncates.
 
 These subclasses keep their parent's arguments and random draws (the same
-NumPy calls in the same order) and compute the image with PIL, told the
-array's channel order: ``'bgr'`` for images from ``LoadImageFromFile``,
-``'rgb'`` for mmpretrain's CIFAR arrays. In an ``AutoAugment``, pass it
-with ``hparams=dict(pad_val=128, channel_order=...)``.
+NumPy calls in order) and compute the image with PIL, told the array's
+``channel_order`` (``'bgr'`` from ``LoadImageFromFile``, ``'rgb'`` for
+mmpretrain's CIFAR; in an ``AutoAugment``, ``hparams=dict(pad_val=128,
+channel_order=...)``).
 """
 from typing import Callable, Optional, Sequence, Union
 
@@ -40,9 +36,8 @@ class _ThroughPIL:
     def _set_channel_order(self, channel_order: str) -> None:
         if channel_order not in CHANNEL_ORDERS:
             raise ValueError(
-                f'{type(self).__name__}: channel_order must be one of '
-                f'{CHANNEL_ORDERS} (the order of the image array: "bgr" '
-                'from LoadImageFromFile, "rgb" for mmpretrain\'s CIFAR), '
+                f'{type(self).__name__}: channel_order must be "bgr" (the '
+                'arrays of LoadImageFromFile) or "rgb" (mmpretrain\'s CIFAR), '
                 f'got {channel_order!r}.')
         self.channel_order = channel_order
 
@@ -72,30 +67,18 @@ class _ThroughPIL:
 
 @TRANSFORMS.register_module()
 class PILRotate(_ThroughPIL, Rotate):
-    """mmpretrain's ``Rotate`` (``angle`` positive clockwise) computed as
-    ``Image.rotate(-angle, fillcolor=pad_val)``: about the image centre,
-    the corners filled with ``pad_val``, as the original's
-    ``Rotate`` (``utils/transforms.py:48-53``, nearest neighbour).
+    """mmpretrain's ``Rotate`` (``angle`` positive clockwise) as the
+    original's (``utils/transforms.py:48-53``): ``Image.rotate(-angle,
+    fillcolor=pad_val)`` about the centre, unscaled (``center``, ``scale``:
+    the defaults only). ``interpolation``: PIL's ``'nearest'`` (default),
+    ``'bilinear'`` or ``'bicubic'``; a 3-value ``pad_val`` is in the
+    array's ``channel_order``; the rest as ``Rotate``."""
 
-    Args:
-        angle, pad_val, prob, random_negative_prob, **kwargs: as ``Rotate``;
-            a 3-value ``pad_val`` is in the array's channel order.
-        interpolation (str): ``'nearest'``, ``'bilinear'`` or ``'bicubic'``
-            (PIL's). Defaults to ``'nearest'``.
-        channel_order (str): ``'bgr'`` or ``'rgb'``. Defaults to ``'bgr'``.
-        center, scale: PIL rotates about the centre without scaling; only
-            the defaults (None, 1.0) are accepted.
-    """
-
-    def __init__(self,
-                 angle: Optional[float] = None,
-                 center: Optional[tuple] = None,
-                 scale: float = 1.0,
-                 pad_val: Union[int, Sequence[int]] = 128,
-                 prob: float = 0.5,
+    def __init__(self, angle: Optional[float] = None,
+                 center: Optional[tuple] = None, scale: float = 1.0,
+                 pad_val: Union[int, Sequence[int]] = 128, prob: float = 0.5,
                  random_negative_prob: float = 0.5,
-                 interpolation: str = 'nearest',
-                 channel_order: str = 'bgr',
+                 interpolation: str = 'nearest', channel_order: str = 'bgr',
                  **kwargs):
         if center is not None or scale != 1.0:
             raise ValueError(
@@ -127,11 +110,8 @@ class _PILEnhance(_ThroughPIL):
     """An ``ImageEnhance`` op at ``1 + magnitude`` (Color, Contrast)."""
     _enhancer: type
 
-    def __init__(self,
-                 magnitude: Optional[float] = None,
-                 prob: float = 0.5,
-                 random_negative_prob: float = 0.5,
-                 channel_order: str = 'bgr',
+    def __init__(self, magnitude: Optional[float] = None, prob: float = 0.5,
+                 random_negative_prob: float = 0.5, channel_order: str = 'bgr',
                  **kwargs):
         super().__init__(magnitude=magnitude, prob=prob,
                          random_negative_prob=random_negative_prob, **kwargs)
@@ -145,28 +125,16 @@ class _PILEnhance(_ThroughPIL):
 
 @TRANSFORMS.register_module()
 class PILColorTransform(_PILEnhance, ColorTransform):
-    """mmpretrain's ``ColorTransform`` computed as
-    ``ImageEnhance.Color(img).enhance(1 + magnitude)``, the original's
-    ``Color`` (``utils/transforms.py:56-58``): PIL's grey (ITU-R 601-2 luma
-    of R, G, B) whatever the array's channel order.
-
-    Args:
-        magnitude, prob, random_negative_prob, **kwargs: as
-            ``ColorTransform``.
-        channel_order (str): ``'bgr'`` or ``'rgb'``. Defaults to ``'bgr'``.
-    """
+    """mmpretrain's ``ColorTransform`` as the original's ``Color``
+    (``utils/transforms.py:56-58``): ``ImageEnhance.Color(img).enhance(1 +
+    magnitude)``, PIL's grey (ITU-R 601-2 luma of R, G, B) whatever the
+    ``channel_order``."""
     _enhancer = ImageEnhance.Color
 
 
 @TRANSFORMS.register_module()
 class PILContrast(_PILEnhance, Contrast):
-    """mmpretrain's ``Contrast`` computed as
-    ``ImageEnhance.Contrast(img).enhance(1 + magnitude)``, the original's
-    ``Contrast`` (``utils/transforms.py:71-73``): blended with the mean of
-    PIL's grey image.
-
-    Args:
-        magnitude, prob, random_negative_prob, **kwargs: as ``Contrast``.
-        channel_order (str): ``'bgr'`` or ``'rgb'``. Defaults to ``'bgr'``.
-    """
+    """mmpretrain's ``Contrast`` as the original's
+    (``utils/transforms.py:71-73``): ``ImageEnhance.Contrast(img).enhance(1
+    + magnitude)``, blended with the mean of PIL's grey."""
     _enhancer = ImageEnhance.Contrast

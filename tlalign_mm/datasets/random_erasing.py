@@ -4,20 +4,15 @@ aanna0701/SPT_LSA_ViT (54bd796) ``utils/random_erasing.py:8-46`` (Zhong
 et al.'s ``RandomErasing``), called as ``RandomErasing(probability=--re,
 sh=--re_sh, r1=--re_r1, mean=<dataset mean>)`` *after* ``Normalize``
 (``main.py:202-214``; ``--re 0.25``, ``--re_sh 0.4``, ``--re_r1 0.3`` at
-``main.py:100-104``). It differs from mmpretrain's ``RandomErasing`` in:
-
-- the aspect ratio, drawn uniformly from ``[r1, 1/r1]`` (mmpretrain's is
-  log-uniform);
-- up to 100 tries for a box strictly smaller than the image, else nothing
-  is erased (mmpretrain clips one box to the image);
-- the fill: the dataset-mean numbers (0.4914, ...) written into the
-  *normalised* tensor, i.e. pixel ``mean + std * 0.4914`` in our pipeline,
-  where normalisation happens later in the data preprocessor. The fill is
-  not an integer, so the image leaves this transform as float32 (always,
-  so that every image of a batch has one dtype).
-
-The draws are Python's ``random`` calls in the original's order, so a run
-seeded like the original erases the same boxes.
+``main.py:100-104``). Unlike mmpretrain's ``RandomErasing``, the aspect
+ratio is uniform in ``[r1, 1/r1]`` (not log-uniform); it tries 100 times
+for a box strictly inside the image, else erases nothing (mmpretrain clips
+one box); and the fill is the dataset-mean numbers (0.4914, ...) written
+into the *normalised* tensor, i.e. pixel ``mean + std * 0.4914`` here,
+where the data preprocessor normalises later (so the image leaves as
+float32, always, for one dtype per batch). The draws are Python's
+``random`` calls in the original's order: a run seeded like it erases the
+same boxes.
 """
 import math
 import random
@@ -32,49 +27,35 @@ __all__ = ['ZhongRandomErasing']
 
 @TRANSFORMS.register_module()
 class ZhongRandomErasing(BaseTransform):
-    """Erase one random box of an ``(H, W, C)`` image with a constant fill,
-    as Zhong et al.'s ``RandomErasing`` in the SPT/LSA code.
+    """Erase one random box of an ``(H, W, C)`` ``img`` (made float32), as
+    Zhong et al.'s ``RandomErasing`` in the SPT/LSA code.
 
     Args:
-        erase_prob (float): probability of erasing (``probability``).
-            Defaults to 0.5.
-        min_area_ratio (float): least box area / image area (``sl``).
-            Defaults to 0.02.
-        max_area_ratio (float): largest box area / image area (``sh``).
-            Defaults to 0.4.
-        min_aspect (float): the aspect ratio (h / w) is uniform in
-            ``[min_aspect, 1 / min_aspect]`` (``r1``). Defaults to 0.3.
-        fill (Sequence[float]): the per-channel fill, in the image's channel
-            order and pixel units (before the data preprocessor's
-            normalisation). A one-channel image takes ``fill[1]``, as the
-            original does.
-
-    Required keys: ``img``. Modified keys: ``img`` (float32).
+        fill (Sequence[float]): per channel, in the image's channel order
+            and pixel units (a one-channel image takes ``fill[1]``, as the
+            original).
+        erase_prob (float): ``probability``. Defaults to 0.5.
+        min_area_ratio, max_area_ratio (float): box / image area bounds
+            (``sl``, ``sh``). Default to 0.02, 0.4.
+        min_aspect (float): h / w is uniform in ``[min_aspect, 1 /
+            min_aspect]`` (``r1``). Defaults to 0.3.
     """
 
-    def __init__(self,
-                 fill: Sequence[float],
-                 erase_prob: float = 0.5,
-                 min_area_ratio: float = 0.02,
-                 max_area_ratio: float = 0.4,
+    def __init__(self, fill: Sequence[float], erase_prob: float = 0.5,
+                 min_area_ratio: float = 0.02, max_area_ratio: float = 0.4,
                  min_aspect: float = 0.3):
-        if not 0 <= erase_prob <= 1:
-            raise ValueError(
-                f'ZhongRandomErasing: erase_prob must be in [0, 1], got '
-                f'{erase_prob}.')
-        if not 0 < min_area_ratio <= max_area_ratio <= 1:
-            raise ValueError(
-                'ZhongRandomErasing: need 0 < min_area_ratio <= '
-                f'max_area_ratio <= 1, got {min_area_ratio}, '
-                f'{max_area_ratio}.')
-        if not 0 < min_aspect <= 1:
-            raise ValueError(
-                'ZhongRandomErasing: min_aspect must be in (0, 1] (the range '
-                f'is [min_aspect, 1/min_aspect]), got {min_aspect}.')
-        if len(fill) != 3:
-            raise ValueError(
-                'ZhongRandomErasing: fill needs one value per channel of an '
-                f'RGB/BGR image, got {fill}.')
+        for ok, need, got in (
+                (0 <= erase_prob <= 1, '0 <= erase_prob <= 1', erase_prob),
+                (0 < min_area_ratio <= max_area_ratio <= 1,
+                 '0 < min_area_ratio <= max_area_ratio <= 1',
+                 (min_area_ratio, max_area_ratio)),
+                (0 < min_aspect <= 1, '0 < min_aspect <= 1 (the range is '
+                 '[min_aspect, 1/min_aspect])', min_aspect),
+                (len(fill) == 3, 'a fill value per channel of an RGB/BGR '
+                 'image', fill)):
+            if not ok:
+                raise ValueError(f'ZhongRandomErasing needs {need}, got '
+                                 f'{got}.')
         self.fill = tuple(float(v) for v in fill)
         self.erase_prob = erase_prob
         self.min_area_ratio = min_area_ratio
@@ -98,10 +79,8 @@ class ZhongRandomErasing(BaseTransform):
             if w < width and h < height:
                 top = random.randint(0, height - h)
                 left = random.randint(0, width - w)
-                if img.ndim == 3 and img.shape[2] == 3:
-                    img[top:top + h, left:left + w] = self.fill
-                else:
-                    img[top:top + h, left:left + w] = self.fill[1]
+                img[top:top + h, left:left + w] = self.fill if (
+                    img.ndim == 3 and img.shape[2] == 3) else self.fill[1]
                 return results
         return results
 

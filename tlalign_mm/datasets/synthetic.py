@@ -28,14 +28,8 @@ def _save_jpg(path: str, hw: Tuple[int, int], rng) -> None:
     Image.fromarray(img).save(path, quality=90)
 
 
-# --------------------------------------------------------------------------
-# ADE20K (ADEChallengeData2016)
-# --------------------------------------------------------------------------
-def write_ade20k(root: str,
-                 n_train: int = 4,
-                 n_val: int = 1,
-                 hw: Tuple[int, int] = (64, 80),
-                 seed: int = 0) -> str:
+def write_ade20k(root: str, n_train: int = 4, n_val: int = 1,
+                 hw: Tuple[int, int] = (64, 80), seed: int = 0) -> str:
     """``images/{training,validation}/*.jpg`` and
     ``annotations/{training,validation}/*.png`` (uint8, 0 = other/ignored,
     1-150 the classes; mmseg's ``reduce_zero_label=True`` maps them to
@@ -58,30 +52,19 @@ def write_ade20k(root: str,
     return root
 
 
-# --------------------------------------------------------------------------
-# COCO instances
-# --------------------------------------------------------------------------
 def coco_classes() -> Sequence[str]:
     from mmdet.datasets import CocoDataset
     return CocoDataset.METAINFO['classes']
 
 
-def write_coco(root: str,
-               n_train: int = 4,
-               n_val: int = 1,
-               hw: Tuple[int, int] = (64, 96),
-               seed: int = 0) -> str:
+def write_coco(root: str, n_train: int = 4, n_val: int = 1,
+               hw: Tuple[int, int] = (64, 96), seed: int = 0) -> str:
     """``{train,val}2017/*.jpg`` and ``annotations/instances_{train,
     val}2017.json`` with the 80 COCO categories (official ids), two
     objects per image with polygon masks."""
     rng = _rng(seed)
-    official_ids = [
-        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20,
-        21, 22, 23, 24, 25, 27, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
-        41, 42, 43, 44, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58,
-        59, 60, 61, 62, 63, 64, 65, 67, 70, 72, 73, 74, 75, 76, 77, 78, 79,
-        80, 81, 82, 84, 85, 86, 87, 88, 89, 90
-    ]
+    official_ids = [i for i in range(1, 91) if i not in (
+        12, 26, 29, 30, 45, 66, 68, 69, 71, 83)]  # the 80 of 1-90 in use
     categories = [
         dict(id=i, name=name, supercategory='thing')
         for i, name in zip(official_ids, coco_classes())
@@ -119,9 +102,6 @@ def write_coco(root: str,
     return root
 
 
-# --------------------------------------------------------------------------
-# CIFAR ("python version")
-# --------------------------------------------------------------------------
 def _dump(path: str, obj) -> None:
     os.makedirs(osp.dirname(path), exist_ok=True)
     with open(path, 'wb') as f:
@@ -144,11 +124,9 @@ def write_cifar(root: str, kind: str = 'cifar10', per_file: int = 2,
     rng = _rng(seed)
     if kind == 'cifar10':
         folder = osp.join(root, 'cifar-10-batches-py')
-        for i in range(1, 6):
-            _dump(osp.join(folder, f'data_batch_{i}'),
+        for name in [f'data_batch_{i}' for i in range(1, 6)] + ['test_batch']:
+            _dump(osp.join(folder, name),
                   _cifar_batch(per_file, 10, 'labels', rng))
-        _dump(osp.join(folder, 'test_batch'),
-              _cifar_batch(per_file, 10, 'labels', rng))
         _dump(osp.join(folder, 'batches.meta'),
               {'label_names': [f'class{i}' for i in range(10)]})
     elif kind == 'cifar100':
@@ -164,9 +142,6 @@ def write_cifar(root: str, kind: str = 'cifar10', per_file: int = 2,
     return root
 
 
-# --------------------------------------------------------------------------
-# Oxford Flowers-102 and Stanford Cars (.mat annotations)
-# --------------------------------------------------------------------------
 def write_flowers102(root: str, n_train: int = 2, n_val: int = 2,
                      n_test: int = 2, hw: Tuple[int, int] = (48, 40),
                      seed: int = 0) -> str:
@@ -199,31 +174,22 @@ def write_stanford_cars(root: str, n_train: int = 4, n_test: int = 2,
     from scipy.io import savemat
     rng = _rng(seed)
     n = n_train + n_test
-    fields = [('relative_im_path', 'O'), ('bbox_x1', 'O'), ('bbox_y1', 'O'),
-              ('bbox_x2', 'O'), ('bbox_y2', 'O'), ('class', 'O'),
-              ('test', 'O')]
-    annotations = np.zeros((1, n), dtype=fields)
+    annotations = np.zeros((1, n), dtype=[(f, 'O') for f in (
+        'relative_im_path', 'bbox_x1', 'bbox_y1', 'bbox_x2', 'bbox_y2',
+        'class', 'test')])
     for i in range(n):
         rel = f'car_ims/{i + 1:06d}.jpg'
         _save_jpg(osp.join(root, rel), hw, rng)
-        annotations[0, i] = (rel, np.array([[1]], np.uint8),
-                             np.array([[1]], np.uint8),
-                             np.array([[hw[1] - 1]], np.uint8),
-                             np.array([[hw[0] - 1]], np.uint8),
-                             np.array([[int(rng.integers(1, 197))]],
-                                      np.uint8),
-                             np.array([[int(i >= n_train)]], np.uint8))
-    names = np.empty((1, 196), dtype=object)
-    for i in range(196):
-        names[0, i] = f'car {i}'
+        values = (1, 1, hw[1] - 1, hw[0] - 1, int(rng.integers(1, 197)),
+                  int(i >= n_train))
+        annotations[0, i] = (rel, *(np.array([[v]], np.uint8)
+                                    for v in values))
+    names = np.array([[f'car {i}' for i in range(196)]], dtype=object)
     savemat(osp.join(root, 'cars_annos.mat'),
             {'annotations': annotations, 'class_names': names})
     return root
 
 
-# --------------------------------------------------------------------------
-# ImageNet-1k and Tiny-ImageNet
-# --------------------------------------------------------------------------
 def write_imagenet(root: str, n_train: int = 4, n_val: int = 2,
                    hw: Tuple[int, int] = (40, 48), seed: int = 0) -> str:
     """mmpretrain ``ImageNet``'s annotation-file layout:
@@ -254,9 +220,6 @@ def write_tiny_imagenet(root: str, wnids: Sequence[str] = ('n01443537',
     return root
 
 
-# --------------------------------------------------------------------------
-# ImageNet robustness sets
-# --------------------------------------------------------------------------
 def write_class_folders(root: str, folders: Sequence[str], per_class: int = 1,
                         hw: Tuple[int, int] = (40, 48), ext: str = '.jpg',
                         seed: int = 0) -> List[str]:

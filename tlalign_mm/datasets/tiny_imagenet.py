@@ -1,10 +1,6 @@
-"""Tiny-ImageNet for the SL-ViT configs, as a class-folder ``CustomDataset``
-(CIFAR-10/100 use ``LocalCIFAR10/100`` from :mod:`tlalign_mm.downstream`).
-
-A missing dataset fails at build time with an error that names the expected
-layout (mmpretrain's own error only names the folder and suggests
-``download=True``; these datasets never touch the network).
-"""
+"""Tiny-ImageNet for the SL-ViT configs, a class-folder ``CustomDataset``
+that fails at build time naming the expected layout (mmpretrain's error
+names the folder and suggests ``download=True``)."""
 import os
 import os.path as osp
 
@@ -14,25 +10,14 @@ from mmpretrain.registry import DATASETS
 
 @DATASETS.register_module()
 class TinyImageNet(CustomDataset):
-    """Tiny-ImageNet-200 from class folders (mmpretrain ``CustomDataset``).
-
-    Expected layout (classes are the sorted folder names, the same 200
-    WordNet ids in both splits)::
-
-        {data_root}/train/n01443537/images/n01443537_0.JPEG ...
-        {data_root}/val/n01443537/val_0.JPEG ...
-
-    The archive's ``val/`` is flat (``val/images/*.JPEG`` with
-    ``val/val_annotations.txt``); move each image into its class folder
+    """Tiny-ImageNet-200 from the class folders of :attr:`LAYOUT` (classes:
+    the sorted folder names, the same in both splits), ``split`` ``'train'``
+    or ``'val'``, ``**kwargs`` as mmpretrain's ``CustomDataset``. The
+    archive's ``val/`` is flat; move each image into its class folder
     first, e.g.::
 
         cd {data_root}/val && while read f c _; do mkdir -p $c && \\
             mv images/$f $c/; done < val_annotations.txt && rmdir images
-
-    Args:
-        data_root (str): the dataset folder.
-        split (str): ``'train'`` or ``'val'``.
-        **kwargs: as :class:`mmpretrain.datasets.CustomDataset`.
     """
 
     LAYOUT = ('{cls} expects class folders:\n'

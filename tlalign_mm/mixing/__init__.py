@@ -1,11 +1,6 @@
-"""Batch augmentations that record how they mix, for TL-Align.
-
-Importing this package registers ``TLCutMix``, ``TLTokenCutMix``,
-``TLMixup``, ``TLResizeMix``, ``TLPatchMix`` and ``TLBlockMix`` in
-mmpretrain's ``BATCH_AUGMENTS`` and ``TLAlignDataPreprocessor`` in
-mmpretrain's ``MODELS`` (configs:
-``custom_imports = dict(imports=['tlalign_mm.mixing'])``).
-"""
+"""Batch augmentations that record how they mix, for TL-Align, registered
+in mmpretrain's ``BATCH_AUGMENTS``, and ``TLAlignDataPreprocessor`` in its
+``MODELS``."""
 from .base import BaseCellMix
 from .block_mix import TLBlockMix
 from .cutmix import TLCutMix

@@ -1,10 +1,10 @@
 """What every recording batch augmentation shares.
 
-A *recording* batch augmentation is an mmpretrain batch augmentation (its
-``__call__(batch_inputs, batch_score) -> (inputs, scores)`` unchanged) with one
-more method, ``mix_with_record(batch_inputs, batch_scores) -> (inputs, scores,
-MixRecord)``, that makes the same mix from the same random draws and also says
-how every pixel was mixed (:class:`~tlalign_mm.core.mix_record.MixRecord`).
+A *recording* batch augmentation is an mmpretrain batch augmentation
+(``__call__(inputs, scores) -> (inputs, scores)`` unchanged) with one more
+method, ``mix_with_record(inputs, scores) -> (inputs, scores, MixRecord)``,
+that makes the same mix from the same random draws and also says how every
+pixel was mixed (:class:`~tlalign_mm.core.mix_record.MixRecord`).
 """
 import math
 from numbers import Real
@@ -19,14 +19,17 @@ from tlalign_mm.core.mix_record import MixRecord
 from .grid import cells_to_pixels, grid_shape
 
 
-def check_alpha(alpha: Any, owner: str) -> float:
-    """``alpha`` as a float, or a ValueError naming ``owner`` and the fix.
+def is_real(value: Any) -> bool:
+    """A finite real number (a bool is not one)."""
+    return isinstance(value, Real) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
-    mmpretrain's ``Mixup``/``CutMix`` assert ``isinstance(alpha, float) and
-    alpha > 0`` with a bare ``AssertionError`` (``alpha=1`` included).
-    """
-    if isinstance(alpha, bool) or not isinstance(alpha, Real) or \
-            not math.isfinite(alpha) or alpha <= 0:
+
+def check_alpha(alpha: Any, owner: str) -> float:
+    """``alpha`` as a float, or a ValueError naming ``owner`` and the fix
+    (mmpretrain's ``Mixup``/``CutMix`` assert ``isinstance(alpha, float)``
+    bare, ``alpha=1`` included)."""
+    if not is_real(alpha) or alpha <= 0:
         raise ValueError(
             f'{owner}: alpha must be a positive number, the parameter of '
             'the Beta(alpha, alpha) distribution the mixing ratio is drawn '
@@ -45,14 +48,11 @@ def check_positive_int(value: Any, name: str, owner: str,
 
 def check_cutmix_box(cutmix_minmax: Any, correct_lam: Any,
                      owner: str) -> Tuple[Optional[List[float]], bool]:
-    """The box arguments of mmpretrain's :class:`CutMix` (and of
-    ``ResizeMix``, which inherits them) checked, ``cutmix_minmax`` as a list
-    of floats; a ValueError naming ``owner`` and the fix otherwise."""
+    """The box arguments of mmpretrain's ``CutMix`` (and ``ResizeMix``)
+    checked, ``cutmix_minmax`` as a list of floats."""
     if cutmix_minmax is not None:
         ok = isinstance(cutmix_minmax, (list, tuple)) and len(
-            cutmix_minmax) == 2 and all(
-                isinstance(v, Real) and not isinstance(v, bool)
-                and math.isfinite(v) for v in cutmix_minmax)
+            cutmix_minmax) == 2 and all(map(is_real, cutmix_minmax))
         if not ok or not 0 < cutmix_minmax[0] < cutmix_minmax[1] <= 1:
             raise ValueError(
                 f'{owner}: cutmix_minmax must be [min, max] with 0 < min '
@@ -68,11 +68,10 @@ def check_cutmix_box(cutmix_minmax: Any, correct_lam: Any,
 def draw_mix(alpha: float, batch_inputs: torch.Tensor,
              batch_scores: torch.Tensor
              ) -> Tuple[torch.Tensor, float, torch.Tensor]:
-    """How every mmpretrain mix (``Mixup.mix``, ``CutMix.mix``,
-    ``ResizeMix.mix``) starts: the scores checked one-hot style ``(N,
-    num_classes)`` and cast to float, then its first two draws in their
-    order, ``lam = np.random.beta(alpha, alpha)`` and the partners ``index
-    = torch.randperm(N)``. Returns ``(float scores, lam, index)``."""
+    """How every mmpretrain mix (``Mixup``, ``CutMix``, ``ResizeMix``)
+    starts: ``(N, num_classes)`` scores checked and cast to float, then
+    ``lam = np.random.beta(alpha, alpha)`` and ``index =
+    torch.randperm(N)``, in that order."""
     assert batch_scores.ndim == 2, \
         'The input `batch_scores` should be a one-hot format tensor, ' \
         'which shape should be ``(N, num_classes)``.'
@@ -82,23 +81,15 @@ def draw_mix(alpha: float, batch_inputs: torch.Tensor,
 
 def mix_pairs(batch: torch.Tensor, index: torch.Tensor,
               lam: float) -> torch.Tensor:
-    """mmpretrain's mix of every row with its partner, ``lam * x + (1 -
-    lam) * x[index]``: the mixed scores of every mix, Mixup's images."""
+    """mmpretrain's ``lam * x + (1 - lam) * x[index]``: every mix's scores,
+    Mixup's images."""
     return lam * batch + (1 - lam) * batch[index, :]
 
 
 def mask_pixel_weights(mask: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """Pixel weights of a hard two-source mix shared by the whole batch.
-
-    Args:
-        mask (Tensor): ``(H, W)`` bool, True where the pixel is taken from the
-            second (permuted) source.
-        batch_size (int): ``B``.
-
-    Returns:
-        Tensor: ``(B, 2, H, W)`` float32: ``~mask`` for source 0 and ``mask``
-        for source 1.
-    """
+    """``(B, 2, H, W)`` float32 pixel weights ``[~mask, mask]`` of a hard
+    two-source mix whose ``(H, W)`` bool ``mask`` (True: from the partner)
+    the whole batch shares."""
     weights = torch.stack([~mask, mask]).to(torch.float32)
     return weights.unsqueeze(0).expand(batch_size, -1, -1, -1).contiguous()
 
@@ -107,11 +98,10 @@ def paste_box(batch_inputs: torch.Tensor, batch_scores: torch.Tensor,
               index: torch.Tensor, box: Tuple[int, int, int, int],
               lam: float, patch: torch.Tensor, mode: str
               ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
-    """A copy of ``batch_inputs`` with the box ``(y1, y2, x1, x2)`` of
-    every image filled by ``patch`` (``(N, C, y2 - y1, x2 - x1)``, made of
-    the partners ``batch_inputs[index]`` alone: CutMix, ResizeMix), the
-    mixed scores and the record: pixel weight 1 for the second source
-    inside the box, 1 for the first outside it."""
+    """A copy of ``batch_inputs`` with the box ``(y1, y2, x1, x2)`` filled
+    by ``patch`` (made of the partners ``batch_inputs[index]`` alone:
+    CutMix, ResizeMix), the mixed scores and the record (the partner's
+    pixels are the box)."""
     y1, y2, x1, x2 = box
     mixed_inputs = batch_inputs.clone()
     mixed_inputs[:, :, y1:y2, x1:x2] = patch
@@ -125,58 +115,35 @@ def paste_box(batch_inputs: torch.Tensor, batch_scores: torch.Tensor,
 
 def two_source_record(pixel_weights: torch.Tensor, index: torch.Tensor,
                       lam: float, mode: str) -> MixRecord:
-    """The record of ``lam * x + (1 - lam) * x[index]``-style mixes.
-
-    Args:
-        pixel_weights (Tensor): ``(B, 2, H, W)`` float32 pixel weights.
-        index (Tensor): ``(B, )`` the permutation drawn by the augmentation.
-        lam (float): The (corrected) mixing ratio of the first source; also
-            the weight of the first source in the mixed scores.
-        mode (str): Name of the augmentation.
-
-    Returns:
-        MixRecord: with ``source_index = [arange(B), index]`` and
-        ``area_share = [lam, 1 - lam]`` for every sample.
-    """
+    """The record of a ``lam * x + (1 - lam) * x[index]``-style mix:
+    ``source_index = [arange(B), index]``, ``area_share = [lam, 1 - lam]``
+    (``lam`` the corrected ratio, also the scores'), ``(B, 2, H, W)``
+    ``pixel_weights``."""
     device = pixel_weights.device
     batch_size = pixel_weights.size(0)
     source_index = torch.stack(
-        [torch.arange(batch_size, device=device),
-         index.to(device)], dim=1)
+        [torch.arange(batch_size, device=device), index.to(device)], dim=1)
     lam = float(lam)
-    area_share = torch.tensor([lam, 1. - lam],
-                               dtype=torch.float32,
-                               device=device).repeat(batch_size, 1)
-    return MixRecord(
-        pixel_weights=pixel_weights,
-        source_index=source_index,
-        area_share=area_share,
-        mode=mode)
+    area_share = torch.tensor([lam, 1. - lam], dtype=torch.float32,
+                              device=device).repeat(batch_size, 1)
+    return MixRecord(pixel_weights, source_index, area_share, mode)
 
 
 class BaseCellMix(Mixup):
     """Base class of mixes that swap whole cells of the patch grid.
 
-    One mask of cells is drawn per batch (like the single box of CutMix) and
-    every image takes the masked cells from its partner ``x[index]``. The
-    sampling follows mmpretrain's :class:`Mixup` / :class:`CutMix`:
-    ``lam = np.random.beta(alpha, alpha)``, then ``index =
-    torch.randperm(N)``, then the cells (numpy RNG, see
-    :meth:`sample_cell_mask`). ``lam`` is then replaced by the exact share of
-    pixels kept from the first source, so the mixed scores and the record's
-    ``area_share`` are the true area shares.
-
-    Cells are ``patch_size x patch_size`` pixels; when the image size is not a
-    multiple of ``patch_size`` the last row / column of cells is partial (see
-    :mod:`tlalign_mm.mixing.grid`). Every cell, partial or not, counts as one
-    cell when cells are drawn, but ``lam`` counts pixels.
-
-    Subclasses implement :meth:`sample_cell_mask`. ``mix`` and ``__call__``
-    return the first two outputs of :meth:`mix_with_record`.
+    One cell mask is drawn per batch (like CutMix's single box) and every
+    image takes the masked cells from its partner ``x[index]``. The draws
+    follow mmpretrain's ``Mixup``: ``lam = np.random.beta(alpha, alpha)``,
+    ``index = torch.randperm(N)``, then the cells (numpy RNG,
+    :meth:`sample_cell_mask`); ``lam`` then becomes the exact share of
+    pixels kept from the first source, so the scores and ``area_share`` are
+    the true area shares. Cells are ``patch_size`` pixels square; a partial
+    last row / column (:mod:`.grid`) is drawn as one cell but counts by its
+    pixels in ``lam``.
 
     Args:
-        alpha (float): Parameter of the Beta distribution of ``lam``, as in
-            :class:`Mixup`.
+        alpha (float): Parameter of the Beta distribution of ``lam``.
         patch_size (int): Side of a cell in pixels. Defaults to 16.
     """
 
@@ -192,34 +159,17 @@ class BaseCellMix(Mixup):
 
     def sample_cell_mask(self, grid_hw: Tuple[int, int],
                          count: int) -> np.ndarray:
-        """Draw the cells taken from the second source.
-
-        Args:
-            grid_hw (tuple): ``(rows, cols)`` of the cell grid.
-            count (int): How many cells to replace: ``round((1 - lam) *
-                rows * cols)`` (half rounds up) of the sampled ``lam``.
-
-        Returns:
-            np.ndarray: ``(rows, cols)`` bool, True for replaced cells.
-        """
+        """The ``(rows, cols)`` bool mask of the cells taken from the second
+        source, about ``count = round((1 - lam) * rows * cols)`` of them
+        (half rounds up)."""
         raise NotImplementedError(
             f'{type(self).__name__} must implement `sample_cell_mask`.')
 
     def mix_with_record(
         self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
-        """Mix the batch and record how.
-
-        Args:
-            batch_inputs (Tensor): ``(N, C, H, W)`` images (any dtype). Not
-                modified.
-            batch_scores (Tensor): ``(N, num_classes)`` one-hot format labels.
-
-        Returns:
-            Tuple[Tensor, Tensor, MixRecord]: The mixed inputs ``(N, C, H, W)``
-            (same dtype as the inputs), the mixed float scores
-            ``(N, num_classes)`` and the record (two sources).
-        """
+        """Mix ``(N, C, H, W)`` images (not in place) and ``(N,
+        num_classes)`` one-hot scores, and record how (two sources)."""
         batch_scores, lam, index = draw_mix(self.alpha, batch_inputs,
                                             batch_scores)
         batch_size = batch_inputs.size(0)
@@ -240,18 +190,8 @@ class BaseCellMix(Mixup):
 
     def mix(self, batch_inputs: torch.Tensor,
             batch_scores: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Mix the batch inputs and batch one-hot format ground truth.
-
-        Args:
-            batch_inputs (Tensor): ``(N, C, H, W)`` images.
-            batch_scores (Tensor): ``(N, num_classes)`` one-hot labels.
-
-        Returns:
-            Tuple[Tensor, Tensor]: The mixed inputs and labels.
-        """
-        mixed_inputs, mixed_scores, _ = self.mix_with_record(
-            batch_inputs, batch_scores)
-        return mixed_inputs, mixed_scores
+        """The mixed inputs and scores of :meth:`mix_with_record`."""
+        return self.mix_with_record(batch_inputs, batch_scores)[:2]
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(alpha={self.alpha}, ' \

@@ -5,39 +5,26 @@ from typing import Optional, Tuple
 import numpy as np
 from mmpretrain.registry import BATCH_AUGMENTS
 
-from .base import BaseCellMix, check_positive_int
+from .base import BaseCellMix, check_positive_int, is_real
 
 
 @BATCH_AUGMENTS.register_module()
 class TLBlockMix(BaseCellMix):
     """Block-wise mixing: swap random rectangles of cells, BEiT style.
 
-    The cell mask is drawn like BEiT's block-wise masking (mmpretrain's
-    ``BEiTMaskGenerator``), on the patch grid, with ``target =
-    round((1 - lam) * num_cells)`` cells to replace (one mask per batch):
-
-    1. ``lam = np.random.beta(alpha, alpha)`` and
-       ``index = torch.randperm(N)``, as mmpretrain's :class:`Mixup`;
-    2. repeat until ``target`` cells are replaced: with ``remaining = target -
-       replaced`` (capped by ``max_num_patches``), try up to ``max_attempts``
-       times to place one block: its area is drawn from
-       ``U(min_num_patches, max(min_num_patches, remaining))`` and its aspect
-       ratio log-uniformly from ``[min_aspect, max_aspect]``; ``h = round(
-       sqrt(area * aspect))``, ``w = round(sqrt(area / aspect))``; the block
-       must fit in the grid and have at least ``min_num_patches`` cells; its
-       top-left corner is uniform; it is accepted when it replaces between 1
-       and ``remaining`` new cells (blocks may overlap earlier ones). Stop
-       when no block is accepted in ``max_attempts`` tries;
-    3. ``lam`` becomes the exact share of pixels kept from the first source.
-
-    So the replaced cells never exceed ``target`` and may fall a little short
-    of it (typically by less than ``min_num_patches`` cells; e.g. a target
-    smaller than ``min_num_patches`` on an empty grid replaces nothing). All
-    draws use the numpy global RNG.
-
-    With an image size that is not a multiple of ``patch_size`` the grid has
-    ``ceil(H / p) x ceil(W / p)`` cells; partial cells of the last row / column
-    count as one cell when placing blocks and by their pixel area in ``lam``.
+    The cell mask is drawn like mmpretrain's ``BEiTMaskGenerator`` on the
+    patch grid (numpy RNG, one mask per batch; see :class:`BaseCellMix`),
+    for ``target = round((1 - lam) * num_cells)`` cells: until ``target``
+    are replaced, with ``remaining = target - replaced`` (capped by
+    ``max_num_patches``), up to ``max_attempts`` tries place one block: area
+    ``U(min_num_patches, max(min_num_patches, remaining))``, aspect ratio
+    log-uniform in ``[min_aspect, max_aspect]``, ``h = round(sqrt(area *
+    aspect))``, ``w = round(sqrt(area / aspect))``; it must fit the grid and
+    hold ``min_num_patches`` cells; its top-left corner is uniform; it is
+    accepted when it replaces 1 to ``remaining`` new cells (blocks may
+    overlap). It stops when no block is accepted, so the replaced cells
+    never exceed ``target`` and may fall short of it (typically by less than
+    ``min_num_patches``).
 
     Args:
         alpha (float): Parameter of the Beta distribution, see :class:`Mixup`.
@@ -77,10 +64,7 @@ class TLBlockMix(BaseCellMix):
                              f'({min_num_patches})')
         for name, value in (('min_aspect', min_aspect),
                             ('max_aspect', max_aspect)):
-            if value is not None and not (
-                    isinstance(value, (int, float))
-                    and not isinstance(value, bool)
-                    and math.isfinite(value) and value > 0):
+            if value is not None and not (is_real(value) and value > 0):
                 raise ValueError(f'{owner}: {name} must be a positive number '
                                  f'(a block\'s height / width); got {value!r}')
         if max_aspect is not None and max_aspect < min_aspect:
@@ -95,15 +79,8 @@ class TLBlockMix(BaseCellMix):
         self.max_attempts = max_attempts
 
     def _place_block(self, mask: np.ndarray, max_patches: int) -> int:
-        """Try to add one block to ``mask`` in place.
-
-        Args:
-            mask (np.ndarray): ``(rows, cols)`` bool mask, updated in place.
-            max_patches (int): Most new cells the block may replace.
-
-        Returns:
-            int: The number of newly replaced cells (0 if none was placed).
-        """
+        """Add one block of at most ``max_patches`` new cells to ``mask``
+        in place; the number of new cells (0: none was placed)."""
         rows, cols = mask.shape
         for _ in range(self.max_attempts):
             target_area = np.random.uniform(
@@ -124,8 +101,6 @@ class TLBlockMix(BaseCellMix):
 
     def sample_cell_mask(self, grid_hw: Tuple[int, int],
                          count: int) -> np.ndarray:
-        """Place blocks until at most ``count`` cells are replaced (see the
-        class docstring)."""
         mask = np.zeros(grid_hw, dtype=bool)
         replaced = 0
         while replaced < count:

@@ -14,29 +14,18 @@ from .base import check_alpha, check_cutmix_box, draw_mix, paste_box
 class TLCutMix(CutMix):
     """mmpretrain's :class:`CutMix`, plus a record of the mix for TL-Align.
 
-    ``__call__`` and ``mix`` are mmpretrain's, unchanged.
-    :meth:`mix_with_record` draws the same random numbers in the same order as
-    ``mmpretrain.models.CutMix.mix`` (``np.random.beta``, ``torch.randperm``,
-    then the ``np.random.randint`` calls of ``rand_bbox`` /
-    ``rand_bbox_minmax``), so given the same numpy and torch RNG state it gives
-    exactly mmpretrain's mixed inputs and scores.
-
-    The box is pixel exact: it may cut through ViT patches, so a token can
-    hold pixels of both sources (TL-Align then gives it a fractional label).
-
-    The record has two sources: ``pixel_weights[:, 0]`` is 1 outside the box
-    and ``pixel_weights[:, 1]`` is 1 inside it; ``source_index[:, 1]`` is the
-    permutation ``index``; ``area_share`` is ``(lam, 1 - lam)`` with
-    mmpretrain's lambda (corrected to the clipped box when ``correct_lam`` or
-    ``cutmix_minmax`` is set; otherwise it is the sampled lambda and differs
-    from the box area, exactly as the mixed scores do).
+    ``__call__`` and ``mix`` are mmpretrain's. :meth:`mix_with_record`
+    draws what ``CutMix.mix`` draws, in its order (``np.random.beta``,
+    ``torch.randperm``, the ``np.random.randint`` calls of ``rand_bbox`` /
+    ``rand_bbox_minmax``), so from the same RNG state it gives exactly
+    mmpretrain's mixed inputs and scores. The box is pixel exact: a token it
+    cuts through gets a fractional label. ``area_share`` is ``(lam, 1 -
+    lam)`` with mmpretrain's lambda (the clipped box's with ``correct_lam``
+    or ``cutmix_minmax``; otherwise the drawn one, as in the scores).
 
     Args:
-        alpha (float): Parameter of the Beta distribution, see :class:`CutMix`.
-        cutmix_minmax (List[float], optional): Min/max box side ratio, see
-            :class:`CutMix`. Defaults to None.
-        correct_lam (bool): Whether to correct lambda to the clipped box area,
-            see :class:`CutMix`. Defaults to True.
+        alpha (float), cutmix_minmax (List[float], optional), correct_lam
+            (bool): as :class:`CutMix` (defaults None, True).
     """
 
     #: Name written to :attr:`MixRecord.mode`.
@@ -49,18 +38,13 @@ class TLCutMix(CutMix):
         owner = type(self).__name__
         cutmix_minmax, correct_lam = check_cutmix_box(cutmix_minmax,
                                                       correct_lam, owner)
-        super().__init__(
-            alpha=check_alpha(alpha, owner),
-            cutmix_minmax=cutmix_minmax,
-            correct_lam=correct_lam)
+        super().__init__(alpha=check_alpha(alpha, owner),
+                         cutmix_minmax=cutmix_minmax, correct_lam=correct_lam)
 
     def mix_with_record(
         self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
-        """Mix the batch like :meth:`CutMix.mix` (the inputs, of any dtype,
-        not in place) and record how (two sources): ``(mixed inputs, mixed
-        float scores, record)``, the protocol of :mod:`~.base`."""
-        # Same draws, same order as mmpretrain's CutMix.mix.
+        """Mix like :meth:`CutMix.mix` (not in place) and record how."""
         batch_scores, lam, index = draw_mix(self.alpha, batch_inputs,
                                             batch_scores)
         box, lam = self.cutmix_bbox_and_lam(batch_inputs.shape[-2:], lam)
@@ -68,4 +52,3 @@ class TLCutMix(CutMix):
         return paste_box(batch_inputs, batch_scores, index, box, lam,
                          batch_inputs[index, :, y1:y2, x1:x2],
                          self.record_mode)
-

@@ -10,29 +10,21 @@ from .wrapper import TLRandomBatchAugment
 
 @MODELS.register_module()
 class TLAlignDataPreprocessor(ClsDataPreprocessor):
-    """mmpretrain's :class:`ClsDataPreprocessor` that returns the batch mix's
-    record with the batch.
+    """mmpretrain's :class:`ClsDataPreprocessor` that returns the batch
+    mix's record with the batch.
 
-    It is :class:`ClsDataPreprocessor` (it normalises, pads, stacks, builds
-    one-hot scores and, in training, mixes the normalised padded batch)
-    with a :class:`TLRandomBatchAugment` as its batch augmentation, which
-    builds mmpretrain's ``Mixup`` / ``CutMix`` / ``ResizeMix`` configs as
-    their recording variants (``TLMixup`` / ``TLCutMix`` /
-    ``TLResizeMix``). The mixed ``gt_score`` set on each data sample is the
-    one :class:`ClsDataPreprocessor` would set with the corresponding
-    mmpretrain augment (same random draws), so a plain classifier trains
-    exactly as with it.
-
-    In training with batch augmentations, the returned dict has one more
-    key, ``mix``: the batch's :class:`~tlalign_mm.core.MixRecord` (``S`` =
-    number of sources: 2 for the two-source mixes, 1 when the random choice
-    was "no mixing"), with its ``targets`` ``(B, S, C)``, the unmixed scores
-    of each sample's sources. mmengine passes it to the model's ``forward``
-    as the keyword ``mix`` (``model(**data, mode=...)``), so it reaches
-    ``TLAlignClassifier.loss`` through calls. ``gt_score == area_share @
-    targets`` for every sample. Nothing is kept on the preprocessor or the
-    augments between calls; without training or batch augmentations it is
-    :class:`ClsDataPreprocessor` and returns no ``mix``.
+    It normalises, pads, stacks and builds one-hot scores as
+    :class:`ClsDataPreprocessor`, and in training mixes the result with a
+    :class:`TLRandomBatchAugment` (mmpretrain's ``Mixup`` / ``CutMix`` /
+    ``ResizeMix`` configs built as their recording variants): each sample's
+    mixed ``gt_score`` is the one mmpretrain's augment would set (same
+    draws), so a plain classifier trains exactly as with it. A mixed
+    training batch's dict has one more key, ``mix``: its
+    :class:`~tlalign_mm.core.MixRecord` (one source when the choice was "no
+    mixing"), with ``targets`` ``(B, S, C)`` the sources' unmixed scores
+    (``gt_score == area_share @ targets``). mmengine passes it to the
+    model's ``forward`` as the keyword ``mix``, so it reaches
+    ``TLAlignClassifier.loss`` through calls; nothing is kept between calls.
 
     Args:
         *args, **kwargs: :class:`ClsDataPreprocessor`'s ``mean``, ``std``,
@@ -40,10 +32,9 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
             (forced on with batch augmentations) and ``num_classes``.
         batch_augments (dict, optional): ``augments`` and ``probs`` of
             :class:`TLRandomBatchAugment`. Defaults to None.
-        patch_size (tuple, optional): ``(ph, pw)`` of the model's patches,
-            and ``model_name`` its name: ``TLAlignClassifier`` builds its
-            preprocessor with them, so that augments that follow the token
-            grid (``TLTokenCutMix``) are built with the model's patch size.
+        patch_size (tuple, optional), model_name (str, optional): the
+            model's, for :class:`TLRandomBatchAugment`
+            (``TLAlignClassifier`` gives them).
     """
 
     def __init__(self,
@@ -52,8 +43,7 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                  patch_size: Optional[Tuple[int, int]] = None,
                  model_name: Optional[str] = None,
                  **kwargs):
-        # ClsDataPreprocessor's own arguments (mean, std, ...), without
-        # its batch augmentation: ours returns the record.
+        # ClsDataPreprocessor without its batch augmentation: ours records.
         super().__init__(*args, batch_augments=None, **kwargs)
 
         if batch_augments:
@@ -74,21 +64,10 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                 self.to_onehot = True
 
     def forward(self, data: dict, training: bool = False) -> dict:
-        """Pre-process with :class:`ClsDataPreprocessor`; in training, mix
-        with :class:`TLRandomBatchAugment` and return the record as
-        ``mix``.
-
-        Args:
-            data (dict): data sampled from dataloader.
-            training (bool): Whether to enable training time augmentation.
-
-        Returns:
-            dict: ``inputs``, ``data_samples`` and, for a mixed training
-            batch, ``mix``.
-        """
+        """``inputs``, ``data_samples`` and, for a mixed training batch,
+        ``mix``."""
         mixing = training and self.batch_augments is not None
-        # ClsDataPreprocessor's normalisation, padding and one-hot scores,
-        # without its mixing: it would not hand the record back.
+        # ClsDataPreprocessor's mixing would not hand the record back.
         data = super().forward(data, training=training and not mixing)
         samples = data['data_samples']
         if not mixing or not samples or 'gt_score' not in samples[0]:

@@ -14,15 +14,11 @@ from .base import check_alpha, draw_mix, mix_pairs, two_source_record
 class TLMixup(Mixup):
     """mmpretrain's :class:`Mixup`, plus a record of the mix for TL-Align.
 
-    ``__call__`` and ``mix`` are mmpretrain's, unchanged.
-    :meth:`mix_with_record` draws the same random numbers in the same order as
-    ``mmpretrain.models.Mixup.mix`` (``np.random.beta`` then
-    ``torch.randperm``), so given the same numpy and torch RNG state it gives
-    exactly mmpretrain's mixed inputs and scores.
-
-    The record has two sources: every pixel has weight ``lam`` for source 0
-    and ``1 - lam`` for source 1 (``source_index[:, 1]`` is the permutation
-    ``index``); ``area_share`` is ``(lam, 1 - lam)``.
+    ``__call__`` and ``mix`` are mmpretrain's. :meth:`mix_with_record`
+    draws what ``Mixup.mix`` draws, in its order (``np.random.beta``, then
+    ``torch.randperm``), so from the same RNG state it gives exactly
+    mmpretrain's mixed inputs and scores. Every pixel has weight ``lam``
+    for source 0 and ``1 - lam`` for source 1.
 
     Args:
         alpha (float): Parameter of the Beta distribution, see :class:`Mixup`.
@@ -37,33 +33,14 @@ class TLMixup(Mixup):
     def mix_with_record(
         self, batch_inputs: torch.Tensor, batch_scores: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
-        """Mix the batch like :meth:`Mixup.mix` and record how.
-
-        Args:
-            batch_inputs (Tensor): ``(N, C, H, W)`` images (any dtype).
-            batch_scores (Tensor): ``(N, num_classes)`` one-hot format labels.
-
-        Returns:
-            Tuple[Tensor, Tensor, MixRecord]: The mixed float inputs
-            ``(N, C, H, W)``, the mixed float scores ``(N, num_classes)`` and
-            the record (two sources).
-        """
-        # Same draws, same order, same arithmetic as mmpretrain's Mixup.mix.
+        """Mix like :meth:`Mixup.mix` and record how."""
         batch_scores, lam, index = draw_mix(self.alpha, batch_inputs,
                                             batch_scores)
-        batch_size = batch_inputs.size(0)
-        mixed_inputs = mix_pairs(batch_inputs, index, lam)
-        mixed_scores = mix_pairs(batch_scores, index, lam)
-
-        img_h, img_w = batch_inputs.shape[-2:]
-        pixel_weights = torch.empty(
-            batch_size,
-            2,
-            img_h,
-            img_w,
-            dtype=torch.float32,
-            device=batch_inputs.device)
+        (B, _, H, W), device = batch_inputs.shape, batch_inputs.device
+        pixel_weights = torch.empty(B, 2, H, W, dtype=torch.float32,
+                                    device=device)
         pixel_weights[:, 0] = lam
         pixel_weights[:, 1] = 1 - lam
-        record = two_source_record(pixel_weights, index, lam, self.record_mode)
-        return mixed_inputs, mixed_scores, record
+        return (mix_pairs(batch_inputs, index, lam),
+                mix_pairs(batch_scores, index, lam),
+                two_source_record(pixel_weights, index, lam, self.record_mode))

@@ -4,24 +4,19 @@ Two ways to draw the box (``box_units``):
 
 - ``'tokens'``: the official TL-Align rule (Euphoria16/TL-Align, ``tla.py``
   at commit 2a3f35c: ``TL_AlignMix._mix_batch`` calls ``rand_token_bbox`` on
-  the ``(H / p, W / p)`` token grid). timm's CutMix box is drawn directly in
-  token units: side ``int(n * sqrt(1 - lam))`` tokens, a centre token drawn
-  uniformly, corners ``centre -/+ side // 2`` clipped to the grid (so a
-  side of one token, ``lam > 1 - (2 / n) ** 2``, gives an empty box and
-  nothing is mixed), then ``lam = 1 - box_tokens / all_tokens``. (``tla.py``
-  also defines ``tokenmix_mask_and_lam``, a random token *set*, which its
-  training code never calls.)
-- ``'pixels'`` (the default, kept for backward compatibility): mmpretrain's
+  the ``(H / p, W / p)`` token grid): timm's CutMix box in token units, side
+  ``int(n * sqrt(1 - lam))`` tokens, a uniform centre token, corners
+  ``centre -/+ side // 2`` clipped to the grid (a side of one token gives an
+  empty box), then ``lam = 1 - box_tokens / all_tokens``. (``tla.py``'s
+  ``tokenmix_mask_and_lam``, a random token *set*, is never called.)
+- ``'pixels'`` (the default, for backward compatibility): mmpretrain's
   pixel CutMix box, each edge snapped to the nearest patch boundary.
 
 Both give patches wholly from one source, and ``lam`` is the exact share of
-pixels kept from the first source.
-
-The patch size is the model's: ``TLAlignClassifier`` builds its data
-preprocessor with the backbone's patch size, which fills it into the
-augment's config (:func:`with_model_patch_size`), or raises when one given
-in the config disagrees (a patch-4 model with 16-pixel
-cells would only ever swap whole 4x4 groups of its tokens).
+pixels kept from the first source. The patch size is the model's:
+``TLAlignClassifier`` fills it into the augment's config
+(:func:`with_model_patch_size`) and refuses one that disagrees (a patch-4
+model with 16-pixel cells would only ever swap 4x4 groups of its tokens).
 """
 from typing import List, Optional, Tuple
 
@@ -37,22 +32,10 @@ BOX_UNITS = ('pixels', 'tokens')
 
 def token_box(grid_hw: Tuple[int, int],
               lam: float) -> Tuple[int, int, int, int]:
-    """The official TL-Align box on the token grid (``rand_token_bbox`` of
-    Euphoria16/TL-Align ``tla.py``, margin 0, one box).
-
-    Draws ``np.random.randint(0, rows)`` then ``np.random.randint(0, cols)``
-    for the centre.
-
-    Args:
-        grid_hw (tuple): ``(rows, cols)`` of the token grid.
-        lam (float): the sampled ``lam``; the box covers about ``1 - lam`` of
-            the tokens.
-
-    Returns:
-        tuple: ``(y1, y2, x1, x2)`` in tokens, ``0 <= y1 <= y2 <= rows``;
-        empty (``y1 == y2`` or ``x1 == x2``) when a side is under 2 tokens
-        or the clipping leaves nothing.
-    """
+    """The official box ``(y1, y2, x1, x2)`` in tokens on a ``(rows,
+    cols)`` grid for the drawn ``lam`` (``rand_token_bbox`` of ``tla.py``,
+    margin 0, one box; the centre draws ``np.random.randint(0, rows)`` then
+    ``(0, cols)``); empty when a side is under 2 tokens."""
     rows, cols = int(grid_hw[0]), int(grid_hw[1])
     ratio = np.sqrt(1 - lam)
     cut_h, cut_w = int(rows * ratio), int(cols * ratio)
@@ -67,20 +50,10 @@ def token_box(grid_hw: Tuple[int, int],
 
 def with_model_patch_size(cfg: dict, size: Optional[Tuple[int, int]],
                           name: str) -> dict:
-    """A :class:`TLTokenCutMix` config with the model's patch size: filled
-    in where the config has none, checked where it has one.
-
-    Args:
-        cfg (dict): the augment's config.
-        size (tuple, optional): ``(ph, pw)`` of the model's patch embedding
-            (its recorder's ``patch_size``), ``None`` when unknown.
-        name (str): the model's name, for messages.
-
-    Raises:
-        ValueError: when a configured ``patch_size`` differs from the
-            model's, or the model's is unknown or not square and the config
-            has none.
-    """
+    """A :class:`TLTokenCutMix` config ``cfg`` with the ``(ph, pw)`` patch
+    ``size`` of model ``name`` (``models.families.patch_size``; ``None``:
+    unknown): filled in where ``cfg`` has none, a ValueError where it
+    differs or cannot be found."""
     given = cfg.get('patch_size')
     if size is None:
         if given is None:
@@ -105,24 +78,15 @@ def with_model_patch_size(cfg: dict, size: Optional[Tuple[int, int]],
 class TLTokenCutMix(TLCutMix):
     """Token-aligned CutMix: every patch comes wholly from one source.
 
-    The draws are those of mmpretrain's :class:`CutMix`:
-    ``lam = np.random.beta(alpha, alpha)``, ``index = torch.randperm(N)``,
-    then the box. The box depends on ``box_units``:
-
-    - ``'tokens'`` (TL-Align's official rule, :func:`token_box`): drawn on
-      the ``ceil(H / p) x ceil(W / p)`` token grid with timm's CutMix
-      formula, so its side is a whole number of tokens; a side under two
-      tokens gives an empty box (nothing mixed, ``lam == 1``).
-    - ``'pixels'`` (default): mmpretrain's pixel box, each edge moved to the
-      *nearest* cell boundary (``0, p, 2p, ...`` and the image border; a tie
-      goes to the lower boundary); a box thinner than half a patch may
-      collapse to nothing.
-
-    When the image size is not a multiple of ``patch_size`` the last row /
-    column of cells is partial (one token; see :mod:`tlalign_mm.mixing.grid`).
-    ``lam`` is then ``1 - box_pixels / (H * W)``, the exact share of pixels
-    kept from the first source (with ``'tokens'`` and whole cells, exactly
-    the official ``1 - box_tokens / all_tokens``).
+    The draws are those of mmpretrain's :class:`CutMix` (``lam``, ``index``,
+    then the box); the box is drawn on the ``ceil(H / p) x ceil(W / p)``
+    token grid (``'tokens'``, :func:`token_box`; a side under two tokens
+    mixes nothing) or is mmpretrain's pixel box with each edge moved to the
+    nearest cell boundary (``'pixels'``; a tie goes to the lower one; a box
+    thinner than half a patch may vanish). A partial last row / column is
+    one token (:mod:`.grid`); ``lam = 1 - box_pixels / (H * W)`` (with
+    ``'tokens'`` and whole cells, the official ``1 - box_tokens /
+    all_tokens``).
 
     Args:
         alpha (float): Parameter of the Beta distribution of ``lam``, > 0.
@@ -131,8 +95,7 @@ class TLTokenCutMix(TLCutMix):
         patch_size (int, optional): Side of a patch in pixels. Defaults to
             None: ``TLAlignClassifier`` builds the augment with the model's.
             A value that differs from the model's is an error.
-        box_units (str): ``'pixels'`` or ``'tokens'``, see above. Defaults to
-            ``'pixels'``.
+        box_units (str): ``'pixels'`` (default) or ``'tokens'``.
     """
 
     #: Name written to :attr:`MixRecord.mode`.
@@ -161,21 +124,10 @@ class TLTokenCutMix(TLCutMix):
         self.patch_size = patch_size
         self.box_units = box_units
 
-    def cutmix_bbox_and_lam(self,
-                            img_shape: Tuple[int, int],
-                            lam: float,
+    def cutmix_bbox_and_lam(self, img_shape: Tuple[int, int], lam: float,
                             count: Optional[int] = None) -> tuple:
-        """Draw the box on the patch grid and set ``lam`` to the kept pixel
-        share.
-
-        Args:
-            img_shape (tuple): ``(H, W)``.
-            lam (float): Sampled CutMix lambda.
-            count (int, optional): Must be None (one box per batch).
-
-        Returns:
-            tuple: ``((y1, y2, x1, x2), lam)``, the box in pixels.
-        """
+        """``((y1, y2, x1, x2), lam)``: the box in pixels on the patch grid
+        and the kept pixel share (``count``: one box per batch only)."""
         if count is not None:
             raise ValueError('TLTokenCutMix draws one box per batch.')
         if self.patch_size is None:
@@ -191,10 +143,8 @@ class TLTokenCutMix(TLCutMix):
             x1, x2 = min(x1 * p, img_w), min(x2 * p, img_w)
         else:
             (y1, y2, x1, x2), _ = super().cutmix_bbox_and_lam(img_shape, lam)
-            y1 = snap_to_boundary(y1, img_h, p)
-            y2 = snap_to_boundary(y2, img_h, p)
-            x1 = snap_to_boundary(x1, img_w, p)
-            x2 = snap_to_boundary(x2, img_w, p)
+            y1, y2 = (snap_to_boundary(v, img_h, p) for v in (y1, y2))
+            x1, x2 = (snap_to_boundary(v, img_w, p) for v in (x1, x2))
         lam = 1. - (y2 - y1) * (x2 - x1) / float(img_h * img_w)
         return (y1, y2, x1, x2), lam
 

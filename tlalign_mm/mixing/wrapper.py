@@ -1,5 +1,4 @@
 """Per-batch random choice of a recording batch augmentation."""
-import math
 from numbers import Real
 from typing import Callable, Optional, Tuple, Union
 
@@ -15,6 +14,7 @@ from mmpretrain.registry import BATCH_AUGMENTS
 
 from tlalign_mm.core.mix_record import MixRecord
 
+from .base import is_real
 from .cutmix import TLCutMix
 from .mixup import TLMixup
 from .resizemix import TLResizeMix
@@ -30,17 +30,15 @@ RECORDING_VARIANTS = {
 
 
 def augment_class(cfg) -> Optional[type]:
-    """The class an augment config builds (``type`` a registered name, with
-    or without the ``mmpretrain.`` scope, or a class); None for anything
-    else."""
+    """The class an augment config's ``type`` (a registered name, scoped or
+    not, or a class) builds; None for anything else."""
     cls = cfg.get('type') if isinstance(cfg, dict) else None
     return BATCH_AUGMENTS.get(cls) if isinstance(cls, str) else cls
 
 
 def with_recording_variant(cfg):
-    """``cfg`` with the type of an mmpretrain augment (``'CutMix'``,
-    ``'mmpretrain.CutMix'`` or the class) replaced by its recording variant
-    (:data:`RECORDING_VARIANTS`); any other augment as it is."""
+    """``cfg`` with an mmpretrain augment's type replaced by its recording
+    variant (:data:`RECORDING_VARIANTS`); any other augment as it is."""
     variant = RECORDING_VARIANTS.get(augment_class(cfg))
     return cfg if variant is None else dict(cfg, type=variant)
 
@@ -64,8 +62,7 @@ def _check_probs(probs, count: int) -> list:
     ValueError that says what is wrong."""
     prefix = 'TLRandomBatchAugment: probs'
     if not isinstance(probs, (list, tuple)) or not all(
-            isinstance(p, Real) and not isinstance(p, bool)
-            and math.isfinite(p) and 0 <= p <= 1 for p in probs):
+            is_real(p) and 0 <= p <= 1 for p in probs):
         raise ValueError(f'{prefix} must be probabilities in [0, 1], one per '
                          f'augment; got {probs!r}')
     if len(probs) != count:
@@ -82,34 +79,25 @@ class TLRandomBatchAugment(RandomBatchAugment):
     """mmpretrain's :class:`RandomBatchAugment` that also returns the record.
 
     It picks one of ``augments`` per batch with probabilities ``probs`` (the
-    remaining probability is "no mixing"), e.g. DeiT's per-batch switch
-    between Mixup and CutMix, with the same ``np.random.choice`` draw as
-    mmpretrain. The configs of mmpretrain's own ``Mixup``, ``CutMix`` and
-    ``ResizeMix`` (an mmpretrain recipe's ``train_cfg``, unchanged) are
-    built as their recording variants (:data:`RECORDING_VARIANTS`), which
-    draw exactly what they draw; any other augment must be a recording one
-    (with a ``mix_with_record`` method: ``TLTokenCutMix``, ``TLPatchMix``,
-    ...).
+    rest is "no mixing"; DeiT's switch between Mixup and CutMix) by
+    mmpretrain's ``np.random.choice`` draw.
+    mmpretrain's own ``Mixup``, ``CutMix`` and ``ResizeMix`` configs (a
+    recipe's ``train_cfg``, unchanged) are built as their recording variants
+    (:data:`RECORDING_VARIANTS`), which draw exactly what they draw; any
+    other augment must have a ``mix_with_record`` method (``TLTokenCutMix``,
+    ``TLPatchMix``, ...): a TypeError naming it otherwise.
 
     Args:
         augments (Callable | dict | list): Configs (or instances) of the
             batch augmentations.
-        probs (float | List[float] | None): The probability of each augment.
-            If None, choose evenly (never "no mixing"). The list is copied,
-            not extended in place as mmpretrain does.
+        probs (float | List[float] | None): The probability of each augment
+            (each in [0, 1], summing to at most 1). If None, choose evenly
+            (never "no mixing"). The list is copied, not extended in place
+            as mmpretrain does.
         patch_size (tuple, optional): ``(ph, pw)`` of the model's patches
-            (``None``: unknown).
-        model_name (str, optional): the model's name. When given (by
+            (``None``: unknown) and ``model_name`` its name: given them (by
             ``TLAlignClassifier``), ``TLTokenCutMix`` configs are built with
-            the model's ``patch_size``
-            (:func:`~.token_cutmix.with_model_patch_size`).
-
-    Raises:
-        TypeError: If an augment has no recording variant (naming it and
-            the supported ones).
-        ValueError: If ``augments`` is empty or ``probs`` are not
-            probabilities (each in [0, 1], one per augment, summing to at
-            most 1).
+            the model's patch size (:func:`.with_model_patch_size`).
     """
 
     def __init__(self, augments: Union[Callable, dict, list], probs=None,
@@ -141,36 +129,21 @@ class TLRandomBatchAugment(RandomBatchAugment):
     def mix_with_record(
         self, batch_input: torch.Tensor, batch_score: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor, MixRecord]:
-        """Randomly apply one batch augmentation and record it.
-
-        Args:
-            batch_input (Tensor): ``(N, C, H, W)`` images.
-            batch_score (Tensor): ``(N, num_classes)`` one-hot format labels.
-
-        Returns:
-            Tuple[Tensor, Tensor, MixRecord]: The (mixed) inputs, the (mixed)
-            float scores and the record; when no augment is chosen the inputs
-            are returned as they are with ``MixRecord.identity``.
-        """
-        aug_index = np.random.choice(len(self.augments), p=self.probs)
-        aug = self.augments[aug_index]
-
+        """Randomly apply one batch augmentation and record it (the inputs
+        as they are and ``MixRecord.identity`` when none is chosen)."""
+        aug = self.augments[np.random.choice(len(self.augments),
+                                             p=self.probs)]
         if aug is not None:
             return aug.mix_with_record(batch_input, batch_score)
-        batch_size, img_h, img_w = (batch_input.size(0),
-                                    *batch_input.shape[-2:])
-        record = MixRecord.identity(
-            batch_size, img_h, img_w, device=batch_input.device)
-        return batch_input, batch_score.float(), record
+        B, (H, W) = batch_input.size(0), batch_input.shape[-2:]
+        return batch_input, batch_score.float(), MixRecord.identity(
+            B, H, W, device=batch_input.device)
 
     def __call__(self, batch_input: torch.Tensor,
-                 batch_score: torch.Tensor
-                 ) -> Tuple[torch.Tensor, torch.Tensor]:
-        """mmpretrain's interface: the (mixed) inputs and scores, without
-        the record (``TLAlignDataPreprocessor`` calls
-        :meth:`mix_with_record`)."""
-        inputs, scores, _ = self.mix_with_record(batch_input, batch_score)
-        return inputs, scores
+                 batch_score: torch.Tensor):
+        """mmpretrain's interface, by :meth:`mix_with_record` (so the inputs
+        are not mixed in place, as mmpretrain's ``CutMix`` would)."""
+        return self.mix_with_record(batch_input, batch_score)[:2]
 
 
 def _builds_token_cutmix(cfg) -> bool:

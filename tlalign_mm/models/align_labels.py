@@ -26,9 +26,8 @@ def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
                        pixel_weights: torch.Tensor, targets: torch.Tensor,
                        area_share: Optional[torch.Tensor]) -> None:
     """Every check of user-given inputs, before the forward: shapes, image
-    channels, and the values of the mixing record and targets (these read
-    tensor values, so they make a GPU wait; the training step, whose
-    records the batch augments make, checks shapes only)."""
+    channels, and the values of the mixing record and targets (the training
+    step checks shapes only)."""
     if images.dim() != 4:
         raise ValueError(f'images must be (B, C, H, W), got '
                          f'{images.dim()}-D {tuple(images.shape)}.')
@@ -68,32 +67,28 @@ def align_labels(
     residual_norm: bool = True,
     follow_drop_path: bool = True,
 ) -> Union[torch.Tensor, Tuple[torch.Tensor, List[torch.Tensor]]]:
-    """Aligned labels of a mixed batch (TL-Align).
-
-    Runs the backbone's own forward once, without gradients, in whatever mode
-    (train/eval) it is in, and moves every token's label with the attention
-    that forward computes. Every input is checked first, with a message that
-    names what is wrong.
+    """Aligned labels of a mixed batch (TL-Align): the backbone's own
+    forward runs once, without gradients, in its current train/eval mode,
+    and every token's label moves with the attention it computes. Every
+    input is checked first.
 
     Args:
         backbone (nn.Module): a backbone of a described family.
         images (Tensor): ``(B, C, H, W)`` mixed images.
         pixel_weights (Tensor): ``(B, S, H, W)``, each pixel's share of each
-            source; non-negative, summing to 1 over ``S``.
-        targets (Tensor): ``(B, S, C)``, each source's label distribution
-            (non-negative, summing to 1 over classes).
+            source (distributions over ``S``).
+        targets (Tensor): ``(B, S, C)``, each source's label distribution.
         area_share (Tensor, optional): ``(B, S)`` initial class-token label;
             defaults to each source's area share.
-        return_token_labels (bool): also return the token labels, as source
-            weights ``(B, N_l, S)``, before the first block and after every
-            block (expand to classes with ``labels @ targets``).
+        return_token_labels (bool): also return the ``(B, N_l, S)`` token
+            labels (source weights; ``labels @ targets`` in classes) before
+            the first block and after every block.
         align_layers, residual_norm, follow_drop_path: the rule's options
             (:class:`tlalign_mm.core.AlignOptions`).
 
     Returns:
         Tensor: ``(B, C)`` the aligned label of what the model classifies
-        from (the class token, or the mean over tokens for pooled models);
-        with ``return_token_labels``, a tuple ``(labels, token_labels)``.
+        from; with ``return_token_labels``, ``(labels, token_labels)``.
     """
     check_align_inputs(backbone, images, pixel_weights, targets, area_share)
     aligned = aligned_forward(backbone, images, pixel_weights, area_share,

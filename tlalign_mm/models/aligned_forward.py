@@ -1,10 +1,5 @@
-"""One forward pass of a backbone, recorded, and its labels aligned.
-
-Data flows one way: the backbone's own forward runs while taps record what
-it computes into per-block slots (:mod:`.taps`); :func:`tlalign_mm.core.align`
-then applies the rule to them; the description's readout gives the label
-of what the head classifies.
-"""
+"""One forward pass of a backbone, recorded (:mod:`.taps`), and its labels
+aligned (:func:`tlalign_mm.core.align`) up to what the head reads."""
 from typing import Iterable, NamedTuple, Optional, Union
 
 import torch
@@ -16,15 +11,10 @@ from .taps import Recording
 
 
 class AlignedOutput(NamedTuple):
-    """Result of :func:`aligned_forward`.
-
-    Attributes:
-        feats: the backbone's own outputs, exactly as its forward returns.
-        weights (Tensor): ``(B, S)`` aligned label, as source weights, of what
-            the model classifies from.
-        history (list[Tensor]): ``(B, N_l, S)`` token labels before the first
-            block and after every block (empty unless requested).
-    """
+    """The backbone's own outputs ``feats``; ``weights`` ``(B, S)``, the
+    aligned label (source weights) of what the model classifies from; the
+    ``(B, N_l, S)`` token labels before the first block and after every
+    block (``history``, empty unless asked for)."""
     feats: tuple
     weights: torch.Tensor
     history: list
@@ -39,13 +29,10 @@ class AlignedOutput(NamedTuple):
 
 def check_mix_shapes(images: torch.Tensor, pixel_weights: torch.Tensor,
                      area_share: Optional[torch.Tensor]) -> None:
-    """Check the mixing record's shapes against the images.
-
-    Only shapes are checked: that reads no tensor value, so it never makes a
-    GPU wait. The values of a record made by the recording batch augments
-    are right by construction; :func:`tlalign_mm.align_labels`, the entry
-    point for records made by hand, also checks the values.
-    """
+    """The mixing record's shapes against the images (no values: those
+    would make a GPU wait; a record the batch augments make is right by
+    construction, and :func:`tlalign_mm.align_labels` checks hand-made
+    ones' values)."""
     if pixel_weights.dim() != 4:
         raise ValueError('pixel_weights must be (B, S, H, W), got shape '
                          f'{tuple(pixel_weights.shape)}.')
@@ -70,23 +57,13 @@ def aligned_forward(backbone: nn.Module,
                     follow_drop_path: bool = True,
                     keep_history: bool = False,
                     recording: Optional[Recording] = None) -> AlignedOutput:
-    """Run ``backbone(images)``, recorded, and align the token labels.
-
-    Args:
-        backbone (nn.Module): a backbone of a described family
-            (:mod:`.families`).
-        images (Tensor): ``(B, 3, H, W)``.
-        pixel_weights (Tensor): ``(B, S, H, W)``, each pixel's share of each
-            source.
-        area_share (Tensor, optional): ``(B, S)`` initial class-token label;
-            defaults to each source's pixel share.
-        align_layers, residual_norm, follow_drop_path: the rule's options,
-            see :class:`tlalign_mm.core.AlignOptions`.
-        keep_history (bool): also return the labels after every block.
-        recording (Recording, optional): taps already on ``backbone`` (the
-            classifier keeps one, so that a compiled step does not register
-            hooks); by default they are put on for this call.
-    """
+    """Run ``backbone(images)`` (``(B, 3, H, W)``, a described family),
+    recorded, and align the token labels from ``pixel_weights`` ``(B, S, H,
+    W)``; ``area_share`` ``(B, S)`` is the extra tokens' initial label
+    (default each source's pixel share); the rule's options as
+    :class:`~tlalign_mm.core.AlignOptions`. ``recording``: taps already on
+    ``backbone`` (the classifier keeps one, so a compiled step registers no
+    hooks); by default they are put on for this call."""
     options = align_options(dict(align_layers=align_layers,
                                  residual_norm=residual_norm,
                                  follow_drop_path=follow_drop_path))

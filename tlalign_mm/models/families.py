@@ -15,10 +15,9 @@ from .token_rules import is_a, lookup, token_rule
 
 
 class Tap(NamedTuple):
-    """Record ``kind`` (a key of :data:`~tlalign_mm.models.taps.TAPS`)
-    off ``module`` into the slot of block ``block`` (a token step: the slot
-    of the block it precedes); ``arg`` is what the kind needs besides the
-    module."""
+    """Record ``kind`` (a key of :data:`~tlalign_mm.models.taps.TAPS`) off
+    ``module`` into block ``block``'s slot (a token step: of the block it
+    precedes); ``arg``: what the kind needs besides the module."""
     block: int
     module: nn.Module
     kind: str
@@ -26,22 +25,11 @@ class Tap(NamedTuple):
 
 
 class Description(NamedTuple):
-    """What TL-Align needs to know about a built backbone.
-
-    Attributes:
-        blocks (list[nn.Module]): the transformer blocks, in order.
-        taps (list[Tap]): what to record, block by block; ``'step'`` taps
-            are token steps, in the slot of the block they precede.
-        embed (nn.Module): the patch embedding (its token rule gives the
-            initial labels).
-        extra_tokens (int): tokens before the patch tokens; they start at
-            ``area_share``.
-        head_after (tuple, optional): ``(j, through_step)``: the head reads
-            the tokens after block ``j`` (and the token step after it);
-            ``None``: after the last block.
-        readout (tuple): ``(start, stop)``: the head reads the mean of
-            ``tokens[:, start:stop]`` (:func:`tlalign_mm.core.readout`).
-    """
+    """What TL-Align needs to know about a built backbone: its ``blocks``
+    in order; the ``taps``; the patch ``embed`` (its token rule gives the
+    initial labels); ``extra_tokens``, ``head_after`` as
+    :class:`~tlalign_mm.core.Recorded`'s; ``readout``: the head reads the
+    mean of ``tokens[:, start:stop]`` (:func:`tlalign_mm.core.readout`)."""
     blocks: List[nn.Module]
     taps: List[Tap]
     embed: nn.Module
@@ -78,8 +66,8 @@ def vit_readout(backbone: nn.Module, num_blocks: int) -> Tuple[int, object]:
 
 
 def last_output_block(ends: List[int], out_indices) -> int:
-    """The last block of the last stage a pyramid outputs (its last output
-    is what a pooled head reads)."""
+    """The last block of the last stage a pyramid outputs (what a pooled
+    head reads)."""
     stages = [i for i in range(len(ends)) if i in out_indices]
     if not stages:
         raise ValueError(f'TL-Align needs the label of what the head reads, '

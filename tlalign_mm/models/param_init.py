@@ -1,17 +1,12 @@
-"""An initialiser for parameters that are no module's weight.
-
-mmengine's initialisers (``TruncNormal``, ``Constant``, ...) set the
-``weight`` and ``bias`` of layers; a ViT's ``cls_token`` is a bare
-``nn.Parameter`` of the backbone that mmpretrain leaves at zero.
-"""
+"""An initialiser for parameters that are no layer's weight (mmengine's set
+layers' ``weight`` and ``bias``; mmpretrain leaves a ViT's ``cls_token`` at
+zero)."""
 from typing import Sequence
 
 import torch
 from mmengine.model.weight_init import trunc_normal_
 from mmengine.registry import WEIGHT_INITIALIZERS
 from torch import nn
-
-__all__ = ['TruncNormalParams']
 
 
 @WEIGHT_INITIALIZERS.register_module(name='TruncNormalParams')

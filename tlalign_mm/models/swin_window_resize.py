@@ -1,43 +1,27 @@
 """Load a Swin checkpoint into a different window size (e.g. 7 -> 12) on
 SciPy >= 1.14.
 
-mmpretrain 1.2.0's ``SwinTransformer`` resizes every relative-position bias
-table of a checkpoint whose window size differs from the model's, in its
-``load_state_dict`` pre-hook ``_prepare_relative_position_bias_table``
-(``mmpretrain/models/backbones/swin_transformer.py``; ``BEiT`` does the
-same). The resize, ``resize_relative_position_bias_table``
-(``mmpretrain/models/utils/embed.py``, unchanged on mmpretrain's main branch,
-open-mmlab/mmpretrain@0979e78), fits a bicubic spline per head with
-``scipy.interpolate.interp2d(x, y, z, kind='cubic')``. SciPy 1.14 removed
-``interp2d``: the name is still there but raises ``NotImplementedError``, so
-the load fails.
+mmpretrain 1.2.0's ``SwinTransformer`` (and ``BEiT``) resizes a checkpoint's
+relative-position bias tables in its ``load_state_dict`` pre-hook with
+``resize_relative_position_bias_table`` (``models/utils/embed.py``,
+unchanged at open-mmlab/mmpretrain@0979e78), which fits a bicubic spline
+per head with ``scipy.interpolate.interp2d(kind='cubic')``. SciPy 1.14
+removed ``interp2d`` (its stub raises), so the load fails.
 
-This module keeps mmpretrain's resize (the same geometric grid, the same
-spline) and replaces only the removed call, by the replacement SciPy's
-"Interpolate transition guide" (docs.scipy.org, SciPy 1.13, section 1.1)
-gives for a regular grid, "which should preserve the interp2d results
-exactly": ``RectBivariateSpline(x, y, z.T)(xnew, ynew).T``. Both fit
-FITPACK's interpolating (``s=0``) bicubic spline with ``regrid_smth`` and
-evaluate it with ``bispev``, which clamps points outside the data to its
-edge (interp2d's docstring, scipy/scipy@00192de: "values
-outside the domain are extrapolated via nearest-neighbor extrapolation" for
-``fill_value=None``); see :func:`interp2d_cubic`.
+We keep mmpretrain's resize and replace only that call, by the replacement
+SciPy's "Interpolate transition guide" (SciPy 1.13, section 1.1) gives for a
+regular grid, "which should preserve the interp2d results exactly":
+``RectBivariateSpline(x, y, z.T)(xnew, ynew).T`` (both fit FITPACK's
+interpolating bicubic with ``regrid_smth`` and evaluate with ``bispev``,
+clamping points outside the data to the edge).
 
-How it is installed: importing :mod:`tlalign_mm` imports this module, which
-calls :func:`install_mmpretrain_resize`. That rebinds one name,
-``resize_relative_position_bias_table``, in the mmpretrain modules that hold
-it (:data:`MMPRETRAIN_MODULES`), and only on a SciPy without ``interp2d``,
-where mmpretrain's own function can only raise. No other name is touched,
-SciPy is not patched (other libraries keep seeing SciPy as it is), and on an
-older SciPy mmpretrain's own function stays in place. There is no registry
-hook to use instead: the resize is called by name from inside
-``SwinTransformer``'s load hook, which every ``SwinTransformer`` registers,
-whatever the config.
-
-The relative-position *index* buffers are not resized: mmpretrain's hook
-drops them from the checkpoint and the model keeps its own, so a strict load
-lists them as missing (``allow_missing=('*.relative_position_index',)`` for
-:func:`tlalign_mm.checkpoint.strict.load_strictly`).
+Importing :mod:`tlalign_mm` calls :func:`install_mmpretrain_resize`, which
+rebinds that one name in :data:`MMPRETRAIN_MODULES`, only on a SciPy without
+``interp2d``; SciPy is not patched. There is no registry hook instead: every
+``SwinTransformer`` registers the load hook, which calls the resize by name.
+The relative-position *index* buffers are not resized (the hook drops them;
+a strict load allows them missing: ``allow_missing=
+('*.relative_position_index',)``).
 """
 import importlib
 from typing import Callable, List, Sequence
@@ -47,17 +31,10 @@ import scipy
 import torch
 from packaging.version import Version
 
-__all__ = [
-    'INTERP2D_REMOVED', 'MMPRETRAIN_MODULES', 'MMPRETRAIN_RESIZE',
-    'interp2d_cubic', 'resize_relative_position_bias_table',
-    'install_mmpretrain_resize'
-]
-
 #: SciPy 1.14 removed ``scipy.interpolate.interp2d`` (its stub raises).
 INTERP2D_REMOVED = Version(scipy.__version__).release >= (1, 14)
 
-#: the mmpretrain modules that bind ``resize_relative_position_bias_table``
-#: (its definition, the package re-export, and its two callers).
+#: The modules that bind the resize: definition, re-export, two callers.
 MMPRETRAIN_MODULES = (
     'mmpretrain.models.utils.embed',
     'mmpretrain.models.utils',
@@ -80,29 +57,13 @@ def interp2d_cubic(x: Sequence[float], y: Sequence[float],
                                                 Sequence[float]],
                                                np.ndarray]:
     """``scipy.interpolate.interp2d(x, y, z, kind='cubic')`` on a regular
-    grid, with interp2d's defaults (``bounds_error=False``,
-    ``fill_value=None``), as removed in SciPy 1.14.
-
-    Follows interp2d's regular-grid path (scipy/scipy@00192de,
-    ``scipy/interpolate/_interpolate.py``): unsorted ``x``/``y`` are sorted
-    with their columns/rows of ``z``; the spline is FITPACK's interpolating
-    bicubic (``regrid_smth`` with ``s=0``: the not-a-knot spline through
-    every grid value); the returned function sorts its query points and
-    evaluates with ``bispev`` (points outside the data take the value at the
-    nearest edge) and returns ``(len(ynew), len(xnew))``, transposed from
-    FITPACK's ``(x, y)`` order. ``RectBivariateSpline`` runs the same two
-    FITPACK routines.
-
-    Args:
-        x (Sequence[float]): the ``m`` column coordinates (m >= 4).
-        y (Sequence[float]): the ``n`` row coordinates (n >= 4).
-        z (np.ndarray): values of shape ``(n, m)``: ``z[j, i] = f(x[i],
-            y[j])``.
-
-    Returns:
-        Callable: ``f(xnew, ynew) -> ndarray`` of shape ``(len(ynew),
-        len(xnew))`` (float64).
-    """
+    grid with its defaults (``bounds_error=False``, ``fill_value=None``), as
+    its regular-grid path does it (scipy/scipy@00192de,
+    ``interpolate/_interpolate.py``): unsorted ``x``/``y`` sorted with their
+    columns/rows of ``z`` (``(n, m)``, ``z[j, i] = f(x[i], y[j])``, m, n >=
+    4); the returned ``f(xnew, ynew)`` sorts its query points and returns
+    ``(len(ynew), len(xnew))`` float64, points outside the data taking the
+    value at the nearest edge."""
     x = _increasing(x, 'x')
     y = _increasing(y, 'y')
     z = np.asarray(z, dtype=np.float64)
@@ -134,26 +95,14 @@ def interp2d_cubic(x: Sequence[float], y: Sequence[float],
 def resize_relative_position_bias_table(src_shape: int, dst_shape: int,
                                         table: torch.Tensor,
                                         num_head: int) -> torch.Tensor:
-    """mmpretrain 1.2.0's ``resize_relative_position_bias_table``
-    (``mmpretrain/models/utils/embed.py``, same signature, same result),
-    with its ``interp2d(kind='cubic')`` replaced by :func:`interp2d_cubic`.
+    """mmpretrain 1.2.0's ``resize_relative_position_bias_table`` (same
+    signature, same result: a ``(dst_shape ** 2, num_head)`` table of
+    torch's default dtype), with :func:`interp2d_cubic` for ``interp2d``.
 
-    The source table's relative offsets ``-s..s`` (``s = src_shape // 2``)
-    are spread geometrically over ``-d..d`` (``d = dst_shape // 2``): offset
-    ``k`` sits at ``1 + q + ... + q^(k-1)``, ``q`` found by bisection so that
-    the outermost lands near ``d``; the spline through them is read at the
+    The source offsets ``-s..s`` are spread geometrically over ``-d..d``
+    (offset ``k`` at ``1 + q + ... + q^(k-1)``, ``q`` by bisection so that
+    the outermost lands near ``d``); the spline through them is read at the
     integer offsets ``-d..d``.
-
-    Args:
-        src_shape (int): side of the checkpoint's table, ``2 * window - 1``
-            (13 for window 7).
-        dst_shape (int): side of the model's table (23 for window 12).
-        table (torch.Tensor): ``(src_shape ** 2, num_head)``.
-        num_head (int): number of attention heads.
-
-    Returns:
-        torch.Tensor: ``(dst_shape ** 2, num_head)`` on ``table``'s device,
-        of torch's default dtype (as mmpretrain's ``torch.Tensor(...)``).
     """
     def geometric_progression(a, r, n):
         return a * (1.0 - r**n) / (1.0 - r)
@@ -191,22 +140,11 @@ def resize_relative_position_bias_table(src_shape: int, dst_shape: int,
 
 
 def install_mmpretrain_resize(force: bool = False) -> List[str]:
-    """Make mmpretrain's Swin/BEiT window-size resize use
-    :func:`resize_relative_position_bias_table` where SciPy lacks
-    ``interp2d``.
-
-    Rebinds ``resize_relative_position_bias_table`` in each module of
-    :data:`MMPRETRAIN_MODULES` that still holds mmpretrain's own function
-    (:data:`MMPRETRAIN_RESIZE`); anything else bound there (a later fix,
-    another patch) is left alone. Idempotent.
-
-    Args:
-        force (bool): install even where SciPy still has ``interp2d``
-            (tests). Defaults to False.
-
-    Returns:
-        list[str]: the modules rebound by this call.
-    """
+    """Rebind ``resize_relative_position_bias_table`` to ours in each of
+    :data:`MMPRETRAIN_MODULES` that still holds mmpretrain's own
+    (:data:`MMPRETRAIN_RESIZE`), where SciPy lacks ``interp2d`` (or with
+    ``force``, for tests); anything else bound there is left alone. Returns
+    the modules rebound by this call."""
     if not (INTERP2D_REMOVED or force):
         return []
     patched = []

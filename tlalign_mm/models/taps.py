@@ -1,15 +1,13 @@
 """The kinds of tap, and the :class:`Recording` that puts them on a
 backbone (timm's ``FeatureHooks`` pattern).
 
-A tap is a forward hook (or pre-hook) on one module of one block that
-copies what the backbone's own forward computes into that block's
-:class:`~tlalign_mm.core.Slot`. The kinds form a closed set
-(:data:`TAPS`); a family's description (:mod:`.families`) says which
-module of which block gets which kind. Taps hold no labels and change no
-module: the forward, tokens and gradients are the plain ones; outside a
-recorded call they return at once. They are installed once, not per call,
-because ``torch.compile`` breaks the graph on every
-``register_forward_hook`` in a compiled step.
+A tap is a forward hook (or pre-hook) on one module of one block that copies
+what the backbone's own forward computes into that block's
+:class:`~tlalign_mm.core.Slot`. The kinds form a closed set (:data:`TAPS`);
+a family's description (:mod:`.families`) says which module of which block
+gets which kind. Taps hold no labels and change no module; outside a
+recorded call they return at once. They are installed once, not per call:
+``torch.compile`` breaks the graph on every ``register_forward_hook``.
 """
 from functools import partial
 from typing import Optional, Tuple
@@ -141,11 +139,10 @@ def _fire(recording, block, tap, arg, module, *hook_args):
 
 
 class Recording:
-    """The taps of ``backbone``'s description (by default
-    :func:`~tlalign_mm.models.families.describe`'s), each bound to its
-    block's slot.
-    ``recording(images) -> (feats, Recorded)`` runs the backbone's own
-    forward once, with fresh slots; :meth:`remove` takes the taps off."""
+    """The taps of ``backbone``'s description (default :func:`.describe`'s),
+    each bound to its block's slot. ``recording(images) -> (feats,
+    Recorded)`` runs the backbone's own forward once, with fresh slots;
+    :meth:`remove` takes the taps off."""
 
     def __init__(self, backbone: nn.Module,
                  description: Optional[Description] = None):

@@ -1,8 +1,6 @@
-"""``TLAlignBackbone``, removed: the alignment options live in one place,
-``TLAlignClassifier(align_cfg=...)``. A config that still names it gets a
-build-time error that says where its options go (rather than an alias:
-two homes for the options was the problem, and an alias would keep the
-second one alive)."""
+"""``TLAlignBackbone``, removed: the alignment options have one home,
+``TLAlignClassifier(align_cfg=...)`` (an alias would keep a second alive);
+a config that names it gets an error saying where its options go."""
 from mmpretrain.registry import MODELS
 
 
@@ -18,9 +16,8 @@ def removed_tlalign_backbone(backbone=None, **options):
 
 
 def plain_backbone_cfg(cfg: dict) -> dict:
-    """The backbone config inside a ``TLAlignBackbone`` one (as an older
-    checkpoint's ``meta.cfg`` may hold), without the alignment options; any
-    other config as it is."""
+    """The backbone config inside a ``TLAlignBackbone`` one (an older
+    checkpoint's ``meta.cfg``); any other config as it is."""
     while cfg.get('type') == 'TLAlignBackbone':
         inner = dict(cfg['backbone'])
         if cfg.get('init_cfg') is not None:

@@ -31,56 +31,48 @@ class TLAlignClassifier(ImageClassifier):
     One training step, by calls: the data preprocessor
     (``TLAlignDataPreprocessor``) mixes the batch and returns its
     :class:`~tlalign_mm.core.MixRecord` as ``mix``; mmengine passes it to
-    :meth:`forward`, which passes it to :meth:`loss`; the loss runs the
-    backbone's forward recorded and aligns the labels
-    (:func:`~tlalign_mm.models.aligned_forward`), and the aligned label
-    (expanded from source weights to classes) is the ``gt_score`` of fresh
-    data samples for the head's loss (the caller's keep the mixed one), so
-    label smoothing and the rest of the configured loss apply on top.
-    ``predict``, ``val`` and ``test`` are ``ImageClassifier``'s, unchanged.
+    :meth:`forward`, and on to :meth:`loss`, which runs the backbone's
+    forward recorded, aligns the labels (:func:`.aligned_forward`) and gives
+    the aligned label, in classes, to the head's loss as the ``gt_score`` of
+    fresh data samples (label smoothing and the rest of the configured loss
+    apply on top). ``predict``, ``val`` and
+    ``test`` are ``ImageClassifier``'s.
 
-    A config that turns a plain mmpretrain recipe into its TL-Align twin only
-    changes the model type and the batch augmentations to their recording
-    versions (``TLCutMix``, ``TLMixup``, ...), which sample identically.
-    ``target`` then switches the training target on the same model and
-    recipe, so one config line compares CutMix, TransMix and TL-Align.
+    ``type='TLAlignClassifier'`` on an mmpretrain recipe is the whole
+    change: the classifier builds the recording variants of the recipe's
+    ``train_cfg.augments`` (``Mixup``, ``CutMix``, ``ResizeMix``, with
+    ``probs``) itself, which draw exactly what mmpretrain's draw.
+    ``target`` switches the training target on the same model and recipe.
 
     Args:
         backbone (dict): the backbone config; ``self.backbone`` is that
-            backbone (its own class and state dict), with the recording
-            taps on it.
-        align_cfg (dict, optional): the alignment options (``align_layers``,
-            ``residual_norm``, ``follow_drop_path``; see
-            :class:`tlalign_mm.core.AlignOptions`), checked here: unknown
-            keys and non-bool switches are errors; ``self.align_cfg`` is
-            the checked :class:`~tlalign_mm.core.AlignOptions`.
+            backbone, with the recording taps on it.
+        align_cfg (dict, optional): ``align_layers``, ``residual_norm``,
+            ``follow_drop_path`` (:class:`tlalign_mm.core.AlignOptions`),
+            checked here (unknown keys, non-bool switches); ``self.align_cfg``
+            is the checked ``AlignOptions``.
         data_preprocessor (dict, optional): defaults to type
-            ``TLAlignDataPreprocessor``; it is built with the backbone's
-            patch size (for ``TLTokenCutMix``).
+            ``TLAlignDataPreprocessor``, built with ``train_cfg`` as its
+            batch augments and the backbone's patch size (for
+            ``TLTokenCutMix``).
         target (str): the training target of a mixed batch.
 
             - ``'tlalign'`` (default): the aligned label of what the head
               classifies (TL-Align).
-            - ``'transmix'``: TransMix (Chen et al., CVPR 2022) for samples
-              mixed by CutMix or token CutMix: each source's
-              ``0.5 * lam_area + 0.5 * lam_attn``, ``lam_attn`` its share of
-              the class token's last-block attention on the patch tokens
-              (:mod:`tlalign_mm.core.transmix`). Mixup and unmixed samples
+            - ``'transmix'``: TransMix (Chen et al., CVPR 2022) for CutMix and
+              token CutMix batches, each source's ``0.5 * lam_area + 0.5 *
+              lam_attn`` (:mod:`tlalign_mm.core.transmix`); other batches
               keep the area target. Needs a class-token ViT/DeiT.
-            - ``'cutmix'``: the mixed target itself, ``area_share @
-              targets``, no alignment: the model trains exactly as an
-              ``ImageClassifier`` with the corresponding mmpretrain
-              augmentations.
+            - ``'cutmix'``: the mixed target ``area_share @ targets``: the
+              model trains exactly as an ``ImageClassifier``.
         transmix_cfg (dict, optional): ``mask='nearest'`` (default,
-            TransMix's own: a patch is in the box when its top-left pixel
-            is) or ``'fractional'`` (by the share of its pixels), see
+            TransMix's own) or ``'fractional'``, see
             :func:`~tlalign_mm.models.transmix.transmix_target`.
         **kwargs: as :class:`mmpretrain.models.ImageClassifier`.
 
     With the ``'tlalign'`` and ``'transmix'`` targets the loss dict also
-    holds the batch's label drift (``label_drift/*``, see
-    :func:`~tlalign_mm.core.label_drift.label_drift`), which mmengine
-    logs and ``LabelDriftHook`` sums per epoch.
+    holds the batch's ``label_drift/*``
+    (:func:`~tlalign_mm.core.label_drift.label_drift`).
     """
 
     def __init__(self,
@@ -118,15 +110,13 @@ class TLAlignClassifier(ImageClassifier):
         self.transmix_cfg = check_transmix_cfg(transmix_cfg)
         if target == 'transmix':
             check_transmix_backbone(self.backbone)
-        # The taps that record the backbone's forward in loss(); installed
-        # once, as torch.compile breaks the graph on registering hooks.
+        # Installed once: torch.compile breaks the graph on registering hooks.
         self.recording = Recording(self.backbone, description)
 
     def forward(self, inputs: torch.Tensor,
                 data_samples: Optional[List[DataSample]] = None,
                 mode: str = 'tensor', mix: Optional[MixRecord] = None):
-        """``ImageClassifier.forward``, and ``mix`` (the data preprocessor's
-        record of a mixed training batch) goes to :meth:`loss`."""
+        """``ImageClassifier.forward``; ``mix`` goes to :meth:`loss`."""
         if mode == 'loss':
             return self.loss(inputs, data_samples, mix)
         return super().forward(inputs, data_samples, mode)
@@ -162,8 +152,7 @@ class TLAlignClassifier(ImageClassifier):
                                       *self.align_cfg,
                                       recording=self.recording)
         feats = self.neck(aligned.feats) if self.with_neck else aligned.feats
-        # Fresh samples (metainfo and fields shared), so the caller's keep
-        # the mixed target the data preprocessor set.
+        # Fresh samples: the caller's keep the mixed target.
         samples = [sample.new().set_gt_score(score) for sample, score in
                    zip(data_samples, aligned.expand(targets))]
         losses = self.head.loss(feats, samples)

@@ -1,14 +1,10 @@
 """How a module that makes tokens makes their labels: one rule per module
-type, in one table (:data:`TOKEN_RULES`). A token made from a window of
-positions (a patch embedding's conv, patch merging's unfold, SPT's five
-shifted windows) gets the mean label of the real positions its window
-reads (padding carries no mass).
-
-Modules are looked up by import path along their class's MRO (subclasses
-are covered; no optional library is imported to look), as the attention
-modules of :mod:`.families` are. A new token-making module: an entry
-``'my_pkg.MyEmbed': rule``, ``rule(module, label_map)``,
-``(B, S, H, W) -> (B, N, S)``.
+type in :data:`TOKEN_RULES`, ``rule(module, label_map)``, ``(B, S, H, W) ->
+(B, N, S)``. A token made from a window of positions (a conv, patch
+merging's unfold, SPT's five shifted windows) gets the mean label of the
+real positions it reads (padding carries no mass). Modules are looked up by
+import path along their class's MRO (subclasses covered, no optional
+library imported), as :mod:`.families` looks up attention modules.
 """
 from typing import Callable, Dict, Optional, Tuple
 

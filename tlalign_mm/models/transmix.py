@@ -1,10 +1,6 @@
-"""TransMix (Chen et al., CVPR 2022) from a recorded forward: the target
-mode ``TLAlignClassifier(target='transmix')``.
-
-The ratio itself (pure torch) is :mod:`tlalign_mm.core.transmix`; this module
-gets its input, the class token's last-block attention over the patch
-labels, from the backbone's own forward.
-"""
+"""TransMix (Chen et al., CVPR 2022), ``TLAlignClassifier(target=
+'transmix')``: the class token's last-block attention over the patch labels,
+from the backbone's own forward, into :mod:`tlalign_mm.core.transmix`."""
 from typing import Optional
 
 import torch
@@ -45,9 +41,8 @@ def check_transmix_backbone(backbone: nn.Module) -> None:
 
 
 def check_transmix_cfg(transmix_cfg: dict) -> dict:
-    """The options of ``TLAlignClassifier(transmix_cfg=...)``: ``mask``, one
-    of :data:`~tlalign_mm.core.transmix.TOKEN_MASKS` (default
-    ``'nearest'``, TransMix's own)."""
+    """``TLAlignClassifier(transmix_cfg=...)`` checked: ``mask``, one of
+    :data:`~tlalign_mm.core.transmix.TOKEN_MASKS` (default ``'nearest'``)."""
     cfg = dict(transmix_cfg or {})
     unknown = set(cfg) - {'mask'}
     if unknown:
@@ -64,29 +59,15 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
                      pixel_weights: torch.Tensor,
                      recording: Optional[Recording] = None
                      ) -> AlignedOutput:
-    """The backbone's forward plus ``sum_p a_p y_p``, ``(B, S)``: the patch
-    tokens' source weights ``y_p`` weighted by the class token's last-block
-    attention ``a_p`` (softmax before dropout, averaged over heads).
+    """The backbone's forward and, as ``weights``, ``sum_p a_p y_p`` ``(B,
+    S)``: the patch tokens' source weights ``y_p`` weighted by the class
+    token's last-block attention ``a_p`` (softmax before dropout, head mean;
+    not normalised).
 
-    Exact and in the same forward, by the rule's own loop: the
-    labels get one extra source that only the class (and distillation)
-    token holds (no pixel has it), and only the last block moves labels,
-    without the residual average (``Y <- Ā Y``) and regardless of drop-path.
-    The class token's label after the last block is then
-    ``[sum_p a_p y_p | a_cls]`` (``a_cls``: its attention on the extra
-    tokens), so its first ``S`` channels are what TransMix needs.
-
-    Args:
-        backbone (nn.Module): a plain ``VisionTransformer`` (out_type
-            ``'cls_token'``).
-        images (Tensor): ``(B, 3, H, W)`` mixed images.
-        pixel_weights (Tensor): ``(B, S, H, W)``.
-        recording (Recording, optional): see
-            :func:`~tlalign_mm.models.aligned_forward`.
-
-    Returns:
-        AlignedOutput: ``feats`` as the backbone's forward; ``weights`` the
-        ``(B, S)`` attention-weighted patch labels (not normalised).
+    Exact, by the rule's own loop: the labels get one extra source that only
+    the extra tokens hold, and only the last block moves labels, by ``Y <- Ā
+    Y`` regardless of drop-path; the class token's label is then ``[sum_p
+    a_p y_p | a_cls]``.
     """
     check_transmix_backbone(backbone)
     B, S = pixel_weights.shape[:2]
@@ -100,41 +81,29 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
     return aligned._replace(weights=aligned.weights[:, :S])
 
 
-# The mixes TransMix is defined for (record modes of the TL* augments).
+#: The record modes TransMix is defined for.
 TRANSMIX_MODES = ('cutmix', 'tokencutmix')
 
 
 def transmix_applies(mix: MixRecord) -> bool:
-    """Whether TransMix applies to a batch: one mixed by CutMix (or token
-    CutMix). Mixup, patch/block-mixed and unmixed batches keep the area
-    target."""
+    """A batch mixed by CutMix or token CutMix (others keep the area
+    target)."""
     return mix.mode in TRANSMIX_MODES and mix.num_sources > 1
 
 
 def transmix_target(backbone: nn.Module, images: torch.Tensor,
                     mix: MixRecord, mask: str = 'nearest',
                     recording: Optional[Recording] = None) -> AlignedOutput:
-    """The backbone's forward and TransMix's ``(B, S)`` source weights.
-
+    """The backbone's forward and, as ``weights``, TransMix's ``(B, S)``
     ``lam = (lam_area + lam_attn) / 2`` (:mod:`tlalign_mm.core.transmix`)
-    for a CutMix or token CutMix batch; any other batch keeps
-    ``mix.area_share``.
+    for a CutMix or token CutMix batch (others keep ``mix.area_share``).
 
-    Args:
-        backbone (nn.Module): the plain class-token ViT/DeiT.
-        images (Tensor): ``(B, 3, H, W)`` mixed images.
-        mix (MixRecord): how they were mixed.
-        mask (str): ``'nearest'`` (TransMix's definition: a patch is in the
-            box when its top-left pixel is; ``lam_area`` is the pixel
-            share) or ``'fractional'`` (each patch by the share of its
-            pixels; ``lam_area`` is ``mix.area_share``).
-        recording (Recording, optional): see
-            :func:`~tlalign_mm.models.aligned_forward`.
-
-    Returns:
-        AlignedOutput: ``feats`` as the backbone's forward; ``weights`` the
-        ``(B, S)`` target weights.
+    ``mask``: ``'nearest'`` (TransMix's: a patch is in the box when its
+    top-left pixel is; ``lam_area`` the pixel share) or ``'fractional'``
+    (each patch by the share of its pixels; ``lam_area`` is
+    ``mix.area_share``). ``recording``: as :func:`.aligned_forward`'s.
     """
+    check_transmix_cfg(dict(mask=mask))
     area_share = mix.area_share.float()
     pixel_weights = mix.pixel_weights.detach().float()
     if mask == 'nearest':
@@ -149,10 +118,8 @@ def transmix_target(backbone: nn.Module, images: torch.Tensor,
         # the clipped box's area (TransMix's lam0), not the token mask's
         area = pixel_weights.mean((2, 3))
         pixel_weights = nearest_pixel_weights(pixel_weights, size)
-    elif mask == 'fractional':
-        area = area_share
     else:
-        raise ValueError(f'mask must be one of {TOKEN_MASKS}, got {mask!r}.')
+        area = area_share
     aligned = transmix_forward(backbone, images, pixel_weights, recording)
     if not transmix_applies(mix):
         return aligned._replace(weights=area_share)

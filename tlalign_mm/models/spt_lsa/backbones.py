@@ -2,24 +2,13 @@
 ``SwinTransformer`` with Shifted Patch Tokenization and Locality
 Self-Attention (Lee et al. 2021).
 
-Neither backbone is a fork: each builds mmpretrain's model with
-``super().__init__`` and then swaps modules in place, so the forward,
-checkpoint hooks and layer-wise lr decay are mmpretrain's, and TL-Align
-records them with the existing ViT and Swin descriptions.
-
-- ``use_spt``: the patch embedding (and, for Swin, every ``PatchMerging``
-  between stages) becomes a :class:`ShiftedPatchTokenization`.
-- ``use_lsa``: every attention becomes its LSA version
-  (:class:`LocalitySelfAttention` for ViT's ``MultiheadAttention``,
-  :class:`LocalityWindowMSA` for Swin's ``WindowMSA``), taking over the
-  original's projections, dropouts and drop-path.
-
-Both switches on is the paper's SL-model; one on gives its ablations; both
-off is the plain mmpretrain backbone with the small-dataset arch.
-
-``init_cfg=dict(type='SPTLSAViTInit')`` gives the official ViT
-initialisation (:class:`SPTLSAViTInit`); any other ``init_cfg`` is
-mmpretrain's initialisation, unchanged.
+Neither is a fork: each builds mmpretrain's model and swaps modules in
+place (``use_spt``: the patch embedding and Swin's ``PatchMerging`` become
+:class:`ShiftedPatchTokenization`; ``use_lsa``: every attention its LSA
+version, taking over the original's projections, dropouts and drop-path),
+so the forward, checkpoint hooks and layer-wise lr decay are mmpretrain's
+and TL-Align records them with the ViT and Swin descriptions. Both switches
+on is the paper's SL-model, one its ablations.
 """
 import copy
 import math
@@ -38,14 +27,11 @@ from .spt import ShiftedPatchTokenization
 
 def _spt_patch_embed(backbone, in_channels, patch_size, img_size,
                      spt_cfg) -> ShiftedPatchTokenization:
-    """The SPT that replaces ``backbone``'s patch embedding; its token grid
-    must be the one the backbone was built for."""
+    """The SPT that replaces ``backbone``'s patch embedding, on the token
+    grid the backbone was built for."""
     spt = ShiftedPatchTokenization(
-        in_channels=in_channels,
-        embed_dims=backbone.embed_dims,
-        patch_size=patch_size,
-        input_size=img_size,
-        **spt_cfg)
+        in_channels=in_channels, embed_dims=backbone.embed_dims,
+        patch_size=patch_size, input_size=img_size, **spt_cfg)
     expected = tuple(backbone.patch_resolution)
     if tuple(spt.init_out_size) != expected:
         raise ValueError(
@@ -72,8 +58,8 @@ class SPTLSAViTInit:
     - every ``nn.LayerNorm``: weight 1, bias 0;
     - parameters named ``pos_embed`` and ``cls_token``: standard normal.
 
-    Used as a backbone's ``init_cfg`` (``SLViT`` then runs it alone, after
-    nothing else) or a head's.
+    Used as a backbone's ``init_cfg`` (``SLViT`` then runs it alone) or a
+    head's.
     """
 
     def __call__(self, module: nn.Module) -> None:
@@ -133,33 +119,17 @@ class SLViT(VisionTransformer):
 
     arch_zoo = {
         **VisionTransformer.arch_zoo,
-        **dict.fromkeys(
-            ['sl-vit', 'sl'], {
-                'embed_dims': 192,
-                'num_layers': 9,
-                'num_heads': 12,
-                'feedforward_channels': 384
-            }),
+        **dict.fromkeys(['sl-vit', 'sl'], {
+            'embed_dims': 192, 'num_layers': 9, 'num_heads': 12,
+            'feedforward_channels': 384}),
     }
 
-    def __init__(self,
-                 arch='sl-vit',
-                 img_size=32,
-                 patch_size=4,
-                 in_channels=3,
-                 use_spt=True,
-                 use_lsa=True,
-                 spt_cfg=dict(),
-                 lsa_cfg=dict(),
-                 **kwargs):
-        super().__init__(
-            arch=arch,
-            img_size=img_size,
-            patch_size=patch_size,
-            in_channels=in_channels,
-            **kwargs)
-        self.use_spt = use_spt
-        self.use_lsa = use_lsa
+    def __init__(self, arch='sl-vit', img_size=32, patch_size=4,
+                 in_channels=3, use_spt=True, use_lsa=True, spt_cfg=dict(),
+                 lsa_cfg=dict(), **kwargs):
+        super().__init__(arch=arch, img_size=img_size, patch_size=patch_size,
+                         in_channels=in_channels, **kwargs)
+        self.use_spt, self.use_lsa = use_spt, use_lsa
         if use_spt:
             self.patch_embed = _spt_patch_embed(self, in_channels, patch_size,
                                                 img_size, spt_cfg)
@@ -185,19 +155,15 @@ class SLViT(VisionTransformer):
 def _with_ffn_ratio(stage_cfgs, ffn_ratio, num_stages):
     """``stage_cfgs`` with every block's ``ffn_ratio`` defaulting to
     ``ffn_ratio``."""
-    if isinstance(stage_cfgs, Sequence):
-        stages = [copy.deepcopy(dict(c)) for c in stage_cfgs]
-    else:
-        stages = [copy.deepcopy(dict(stage_cfgs)) for _ in range(num_stages)]
+    if not isinstance(stage_cfgs, Sequence):
+        stage_cfgs = [stage_cfgs] * num_stages
+    stages = [copy.deepcopy(dict(c)) for c in stage_cfgs]
     for stage in stages:
         blocks = stage.get('block_cfgs', dict())
-        if isinstance(blocks, Sequence):
-            blocks = [dict(b) for b in blocks]
-            for b in blocks:
-                b.setdefault('ffn_ratio', ffn_ratio)
-        else:
-            blocks = dict(blocks)
-            blocks.setdefault('ffn_ratio', ffn_ratio)
+        many = isinstance(blocks, Sequence)
+        blocks = [dict(b) for b in blocks] if many else dict(blocks)
+        for b in blocks if many else [blocks]:
+            b.setdefault('ffn_ratio', ffn_ratio)
         stage['block_cfgs'] = blocks
     return stages
 
@@ -232,26 +198,13 @@ class SLSwin(SwinTransformer):
     arch_zoo = {
         **SwinTransformer.arch_zoo,
         **dict.fromkeys(['sl-swin', 'sl'], {
-            'embed_dims': 96,
-            'depths': [2, 6, 4],
-            'num_heads': [3, 6, 12]
-        }),
+            'embed_dims': 96, 'depths': [2, 6, 4], 'num_heads': [3, 6, 12]}),
     }
 
-    def __init__(self,
-                 arch='sl-swin',
-                 img_size=32,
-                 patch_size=2,
-                 in_channels=3,
-                 window_size=4,
-                 mlp_ratio=2.,
-                 out_indices=None,
-                 stage_cfgs=dict(),
-                 use_spt=True,
-                 use_lsa=True,
-                 spt_cfg=dict(),
-                 lsa_cfg=dict(),
-                 **kwargs):
+    def __init__(self, arch='sl-swin', img_size=32, patch_size=2,
+                 in_channels=3, window_size=4, mlp_ratio=2., out_indices=None,
+                 stage_cfgs=dict(), use_spt=True, use_lsa=True, spt_cfg=dict(),
+                 lsa_cfg=dict(), **kwargs):
         settings = self.arch_zoo[arch.lower()] if isinstance(arch, str) \
             else arch
         num_stages = len(settings['depths'])
@@ -263,8 +216,7 @@ class SLSwin(SwinTransformer):
             out_indices=out_indices,
             stage_cfgs=_with_ffn_ratio(stage_cfgs, mlp_ratio, num_stages),
             **kwargs)
-        self.use_spt = use_spt
-        self.use_lsa = use_lsa
+        self.use_spt, self.use_lsa = use_spt, use_lsa
         if use_spt:
             self.patch_embed = _spt_patch_embed(self, in_channels, patch_size,
                                                 img_size, spt_cfg)
@@ -278,14 +230,12 @@ class SLSwin(SwinTransformer):
                         'SPT pooling has stride = patch size; this '
                         f'PatchMerging has kernel {kernel} and stride '
                         f'{tuple(merging.sampler.stride)}.')
-                cfg = dict(
-                    in_channels=merging.in_channels,
-                    out_channels=merging.out_channels,
-                    patch_size=kernel,
-                    padding=merging.adaptive_padding.padding
-                    if merging.adaptive_padding is not None else None)
-                cfg.update(spt_cfg)
-                stage.downsample = ShiftedPatchTokenization(**cfg)
+                cfg = dict(in_channels=merging.in_channels,
+                           out_channels=merging.out_channels,
+                           patch_size=kernel, padding=getattr(
+                               merging.adaptive_padding, 'padding', None))
+                stage.downsample = ShiftedPatchTokenization(
+                    **dict(cfg, **spt_cfg))
         if use_lsa:
             for stage in self.stages:
                 for block in stage.blocks:

@@ -1,27 +1,19 @@
 """Locality Self-Attention (LSA), Lee et al. 2021, "Vision Transformer for
 Small-Size Datasets", as drop-ins for mmpretrain's attention modules.
 
-LSA sharpens attention two ways:
+LSA masks each token's similarity to itself out of the softmax (diagonal
+masking) and learns a temperature per head: as in the authors' code, the
+parameter is the logits' multiplier ``scale = 1 / tau`` (state dict key
+``scale``, ``(num_heads,)``), initialised to ``head_dim ** -0.5`` (or
+``qk_scale``), so LSA starts as the usual attention with a masked diagonal.
 
-- diagonal masking: each token's similarity to itself (the class token's
-  included) is excluded from the softmax, so attention goes to *other*
-  tokens;
-- a learnable temperature per head. As in the authors' code, the learned
-  parameter is the multiplier of the logits, ``scale = 1 / tau`` (state
-  dict key ``scale``, shape ``(num_heads,)``), initialised to the usual
-  ``head_dim ** -0.5`` (or ``qk_scale``), so LSA starts as the usual
-  scaled dot product with a masked diagonal.
-
-:class:`LocalitySelfAttention` subclasses mmpretrain's ``MultiheadAttention``
-(ViT/DeiT) and keeps its call pattern: the attention is the module's
-``scaled_dot_product_attention`` attribute, called with an ``attn_mask``
-that is ``-inf`` on the diagonal and ``scale=1.`` (the learned per-head
-scale is applied to the queries, since SDPA takes one float). TL-Align's
-ViT description taps q and k from ``qkv`` and reads this module's ``scale``
-and ``diagonal_masking``, so the labels move with exactly this masked,
-scaled attention. :class:`LocalityWindowMSA` subclasses Swin's
-``WindowMSA`` and computes its softmax through ``self.softmax`` once, whose
-output Swin's description taps.
+:class:`LocalitySelfAttention` (ViT) keeps ``MultiheadAttention``'s call
+pattern: its ``scaled_dot_product_attention`` attribute gets an
+``attn_mask`` ``-inf`` on the diagonal and ``scale=1.`` (the per-head scale
+goes on the queries). TL-Align's ViT description taps q and k from ``qkv``
+and reads ``scale`` and ``diagonal_masking``; :class:`LocalityWindowMSA`
+(Swin) computes its softmax through ``self.softmax``, which Swin's
+description taps.
 """
 from typing import Optional
 
@@ -40,15 +32,28 @@ def diagonal_mask(num_tokens: int, dtype: torch.dtype,
     return mask.fill_diagonal_(float('-inf'))
 
 
-def _scale_parameter(num_heads: int, value: float, learnable: bool):
-    scale = torch.full((num_heads, ), float(value))
-    return nn.Parameter(scale) if learnable else scale
+class _Locality:
+    """What both LSA modules add to the attention they subclass."""
+
+    def _init_locality(self, num_heads: int, scale: float,
+                       diagonal_masking: bool, learnable_temperature: bool):
+        self.diagonal_masking = diagonal_masking
+        self.learnable_temperature = learnable_temperature
+        scale = torch.full((num_heads, ), float(scale))
+        if learnable_temperature:
+            self.scale = nn.Parameter(scale)
+        else:
+            self.register_buffer('scale', scale, persistent=False)
+
+    def extra_repr(self) -> str:
+        return (f'diagonal_masking={self.diagonal_masking}, '
+                f'learnable_temperature={self.learnable_temperature}')
 
 
 @MODELS.register_module()
-class LocalitySelfAttention(MultiheadAttention):
+class LocalitySelfAttention(_Locality, MultiheadAttention):
     """Locality Self-Attention, a drop-in for mmpretrain's
-    ``MultiheadAttention``.
+    ``MultiheadAttention`` (a single token's diagonal is not masked).
 
     Args:
         embed_dims, num_heads, input_dims, attn_drop, proj_drop,
@@ -60,9 +65,6 @@ class LocalitySelfAttention(MultiheadAttention):
             Defaults to True.
         learnable_temperature (bool): learn the per-head scale. Defaults to
             True; if False it is a fixed (non-persistent) buffer.
-
-    With a single token (nothing else to attend to) the diagonal is not
-    masked.
     """
 
     def __init__(self,
@@ -89,15 +91,9 @@ class LocalitySelfAttention(MultiheadAttention):
             layer_scale_init_value=layer_scale_init_value, init_cfg=init_cfg)
         # mmpretrain's SDPA (torch's fused one); the scale goes in explicitly.
         self.scaled_dot_product_attention = scaled_dot_product_attention
-        self.diagonal_masking = diagonal_masking
-        self.learnable_temperature = learnable_temperature
-        scale = _scale_parameter(
+        self._init_locality(
             num_heads, qk_scale if qk_scale is not None else
-            self.head_dims**-0.5, learnable_temperature)
-        if learnable_temperature:
-            self.scale = scale
-        else:
-            self.register_buffer('scale', scale, persistent=False)
+            self.head_dims**-0.5, diagonal_masking, learnable_temperature)
 
     @classmethod
     def from_multihead_attention(cls, mha: MultiheadAttention,
@@ -105,16 +101,10 @@ class LocalitySelfAttention(MultiheadAttention):
         """The LSA version of ``mha``: same sizes, and it takes over
         ``mha``'s projections, dropouts, drop-path and layer scale (so it
         keeps their configuration and weights)."""
-        lsa = cls(
-            mha.embed_dims,
-            mha.num_heads,
-            input_dims=mha.input_dims,
-            attn_drop=mha.attn_drop,
-            qkv_bias=mha.qkv.bias is not None,
-            proj_bias=mha.proj.bias is not None,
-            v_shortcut=mha.v_shortcut,
-            init_cfg=mha.init_cfg,
-            **kwargs)
+        lsa = cls(mha.embed_dims, mha.num_heads, input_dims=mha.input_dims,
+                  attn_drop=mha.attn_drop, qkv_bias=mha.qkv.bias is not None,
+                  proj_bias=mha.proj.bias is not None,
+                  v_shortcut=mha.v_shortcut, init_cfg=mha.init_cfg, **kwargs)
         for name in ('qkv', 'proj', 'proj_drop', 'out_drop', 'gamma1'):
             setattr(lsa, name, getattr(mha, name))
         return lsa
@@ -140,13 +130,9 @@ class LocalitySelfAttention(MultiheadAttention):
             x = v.squeeze(1) + x
         return x
 
-    def extra_repr(self) -> str:
-        return (f'diagonal_masking={self.diagonal_masking}, '
-                f'learnable_temperature={self.learnable_temperature}')
-
 
 @MODELS.register_module()
-class LocalityWindowMSA(WindowMSA):
+class LocalityWindowMSA(_Locality, WindowMSA):
     """Locality Self-Attention inside Swin windows, a drop-in for
     mmpretrain's ``WindowMSA`` (``ShiftWindowMSA(window_msa=...)``).
 
@@ -162,43 +148,28 @@ class LocalityWindowMSA(WindowMSA):
             :class:`LocalitySelfAttention`.
     """
 
-    def __init__(self,
-                 embed_dims,
-                 window_size,
-                 num_heads,
-                 qkv_bias=True,
-                 qk_scale=None,
-                 attn_drop=0.,
-                 proj_drop=0.,
-                 diagonal_masking=True,
-                 learnable_temperature=True,
+    def __init__(self, embed_dims, window_size, num_heads, qkv_bias=True,
+                 qk_scale=None, attn_drop=0., proj_drop=0.,
+                 diagonal_masking=True, learnable_temperature=True,
                  init_cfg=None):
         super().__init__(
             embed_dims, window_size, num_heads, qkv_bias=qkv_bias,
             qk_scale=qk_scale, attn_drop=attn_drop, proj_drop=proj_drop,
             init_cfg=init_cfg)
-        self.diagonal_masking = diagonal_masking
-        self.learnable_temperature = learnable_temperature
-        scale = _scale_parameter(num_heads, self.scale, learnable_temperature)
-        del self.scale  # WindowMSA's float
-        if learnable_temperature:
-            self.scale = scale
-        else:
-            self.register_buffer('scale', scale, persistent=False)
+        scale = self.scale  # WindowMSA's float
+        del self.scale
+        self._init_locality(num_heads, scale, diagonal_masking,
+                            learnable_temperature)
 
     @classmethod
     def from_window_msa(cls, w_msa: WindowMSA,
                         **kwargs) -> 'LocalityWindowMSA':
         """The LSA version of ``w_msa``, taking over its projections,
         relative position bias table and dropouts."""
-        lsa = cls(
-            w_msa.embed_dims,
-            w_msa.window_size,
-            w_msa.num_heads,
-            qkv_bias=w_msa.qkv.bias is not None,
-            qk_scale=float(w_msa.scale),
-            init_cfg=w_msa.init_cfg,
-            **kwargs)
+        lsa = cls(w_msa.embed_dims, w_msa.window_size, w_msa.num_heads,
+                  qkv_bias=w_msa.qkv.bias is not None,
+                  qk_scale=float(w_msa.scale), init_cfg=w_msa.init_cfg,
+                  **kwargs)
         for name in ('qkv', 'proj', 'attn_drop', 'proj_drop',
                      'relative_position_bias_table'):
             setattr(lsa, name, getattr(w_msa, name))
@@ -237,7 +208,3 @@ class LocalityWindowMSA(WindowMSA):
         x = self.proj(x)
         x = self.proj_drop(x)
         return x
-
-    def extra_repr(self) -> str:
-        return (f'diagonal_masking={self.diagonal_masking}, '
-                f'learnable_temperature={self.learnable_temperature}')

@@ -2,18 +2,12 @@
 Small-Size Datasets", as an mmpretrain component.
 
 The input is shifted by half a patch in the four diagonal directions (zero
-padding); the four shifted copies are concatenated with the original along
-channels (``5C``), split into patches, flattened, layer-normalised and
-linearly projected. One module serves as
-
-- a ViT's patch embedding (the interface of mmcv's ``PatchEmbed``:
-  ``forward(x) -> (tokens (B, N, D), (h, w))``, ``init_out_size``), and
-- the pooling layer between hierarchical stages (the interface of mmcv's
-  ``PatchMerging``: ``forward(x, input_size) -> (x, out_size)``,
-  ``out_channels``).
-
-:func:`spt_token_labels` gives the TL-Align initial labels of the tokens it
-makes.
+padding), the copies are concatenated with it along channels (``5C``),
+split into patches, flattened, layer-normalised and linearly projected. One
+module serves as a ViT's patch embedding (mmcv ``PatchEmbed``'s interface:
+``forward(x) -> (tokens, (h, w))``, ``init_out_size``) and as the pooling
+between hierarchical stages (``PatchMerging``'s: ``forward(x, input_size)``,
+``out_channels``); :func:`spt_token_labels` gives its tokens' labels.
 """
 from typing import Optional, Sequence, Tuple, Union
 
@@ -82,11 +76,9 @@ class ShiftedPatchTokenization(BaseModule):
             (``5C * patch_h * patch_w`` features). Defaults to LayerNorm.
         bias (bool): bias of the linear projection. Defaults to True.
         label_views (str): which views give a token its TL-Align label
-            (:func:`spt_token_labels`): ``'all'`` (default), the real
-            positions of all five views; ``'centre'``, the unshifted view
-            alone, i.e. the token's own patch, as a plain patch embedding
-            (an ablation: the token's features still read all five). Only
-            the labels depend on it.
+            (:func:`spt_token_labels`): ``'all'`` (default) or
+            ``'centre'``, its own patch as for a plain patch embedding (an
+            ablation; the features still read all five).
         init_cfg (dict, optional): initialisation config.
 
     The flattened patch is ordered ``(patch row, patch column, channel)``
@@ -94,18 +86,15 @@ class ShiftedPatchTokenization(BaseModule):
     the authors' ``Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)')``.
     """
 
-    def __init__(self,
-                 in_channels: int = 3,
+    def __init__(self, in_channels: int = 3,
                  embed_dims: Optional[int] = None,
                  out_channels: Optional[int] = None,
                  patch_size: Union[int, Sequence[int]] = 2,
                  shift_size: Union[int, Sequence[int], None] = None,
                  padding: str = 'corner',
                  input_size: Union[int, Sequence[int], None] = None,
-                 norm_cfg: Optional[dict] = dict(type='LN'),
-                 bias: bool = True,
-                 label_views: str = 'all',
-                 init_cfg: Optional[dict] = None):
+                 norm_cfg: Optional[dict] = dict(type='LN'), bias: bool = True,
+                 label_views: str = 'all', init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         if label_views not in LABEL_VIEWS:
             raise ValueError(f'label_views must be one of {LABEL_VIEWS}, '
@@ -127,12 +116,9 @@ class ShiftedPatchTokenization(BaseModule):
         if any(s < 0 for s in self.shift_size):
             raise ValueError(f'shift_size must be >= 0, got {shift_size}.')
         self.num_views = 1 + len(DIAGONAL_SHIFTS)
-        if padding is None:
-            self.adaptive_padding = None
-        else:
-            self.adaptive_padding = AdaptivePadding(
-                kernel_size=self.patch_size, stride=self.patch_size,
-                padding=padding)
+        self.adaptive_padding = None if padding is None else AdaptivePadding(
+            kernel_size=self.patch_size, stride=self.patch_size,
+            padding=padding)
         patch_dim = self.num_views * in_channels * self.patch_size[0] * \
             self.patch_size[1]
         self.patch_dim = patch_dim
@@ -140,12 +126,10 @@ class ShiftedPatchTokenization(BaseModule):
             if norm_cfg is not None else None
         self.reduction = nn.Linear(patch_dim, out, bias=bias)
 
-        if input_size is not None:
-            self.init_input_size = _pair(input_size)
-            self.init_out_size = self.output_size(self.init_input_size)
-        else:
-            self.init_input_size = None
-            self.init_out_size = None
+        self.init_input_size = None if input_size is None else \
+            _pair(input_size)
+        self.init_out_size = None if input_size is None else \
+            self.output_size(self.init_input_size)
 
     def output_size(self, input_size) -> _Pair:
         """``(h, w)`` of the token grid for an ``(H, W)`` input."""
@@ -195,24 +179,11 @@ class ShiftedPatchTokenization(BaseModule):
 
 def spt_token_labels(spt: ShiftedPatchTokenization,
                      label_map: torch.Tensor) -> torch.Tensor:
-    """TL-Align labels of the tokens ``spt`` makes from ``label_map``.
-
-    A token sees, in each of its five views, the positions under its patch
-    window shifted by that view's offset. Its label is the mean label over
-    all the real positions its five views read (a position read by two
-    views counts twice); positions that are zero padding, from the shift or
-    from the adaptive padding, carry no mass. With ``spt.label_views ==
-    'centre'`` only the unshifted view counts: the mean label of the
-    token's own patch, as for a plain patch embedding.
-
-    Args:
-        spt (ShiftedPatchTokenization): the tokenizer.
-        label_map (Tensor): ``(B, S, H, W)`` source weights of its input
-            (pixels for a patch embedding, tokens for pooling).
-
-    Returns:
-        Tensor: ``(B, h*w, S)`` in the token order of ``spt``'s output.
-    """
+    """``(B, S, H, W)`` source weights of ``spt``'s input (pixels or
+    tokens) -> ``(B, h*w, S)`` labels of its tokens: the mean label over the
+    real positions its five views read (a position read by two views counts
+    twice; zero padding, from the shift or the adaptive padding, carries no
+    mass); with ``label_views='centre'``, of its own patch alone."""
     B, S, H, W = label_map.shape
     if spt.label_views == 'centre':
         mass, count = label_map, label_map.new_ones(1, 1, H, W)
