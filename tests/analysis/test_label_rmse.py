@@ -49,7 +49,7 @@ def test_labels_that_cannot_move_give_zero(setups, monkeypatch, arch, mix,
     """MixUp (one mix at every pixel), or attention that moves nothing (every
     token attends to itself only); the real attention moves a box mix."""
     import tlalign_mm.core.records
-    from tests.models.mixes import identity_attention
+    from tests.models.zoo import identity_attention
     s = setups[arch]
 
     def rmse():

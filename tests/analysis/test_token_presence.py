@@ -9,7 +9,7 @@ from mmpretrain.registry import MODELS
 
 from tlalign_mm.analysis.presence import token_presence
 
-from ..models.test_target_modes import explicit_attention
+from ..models.test_tlalign_classifier import explicit_attention
 from .conftest import FEW, sharpen
 
 
@@ -42,7 +42,7 @@ def test_presence_is_the_column_sum_of_the_attention():
 
 def test_identity_attention_gives_presence_one(monkeypatch):
     import tlalign_mm.core.records
-    from tests.models.mixes import identity_attention
+    from tests.models.zoo import identity_attention
     model = vit()
     monkeypatch.setattr(tlalign_mm.core.records, 'head_mean_attention',
                         identity_attention)

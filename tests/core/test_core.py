@@ -15,10 +15,8 @@ from tlalign_mm.core import (
     flatten_label_map,
     head_mean_attention,
     residual_align,
-    resolve_align_layers,
     window_mean,
 )
-from tlalign_mm.core.attention import choose_impl
 
 # (kernel, stride, padding, dilation): the first two take the sum-pooling
 # path, the others (padding over half the kernel, dilation) the convolution.
@@ -61,8 +59,8 @@ def test_the_padding_check_reads_the_geometry_exactly():
 
     from tlalign_mm.core.token_labels import _a_window_reads_only_padding
     checked = empty = 0
-    for size, k, s, p, d, lo, hi in product((1, 3, 7), (1, 2, 3), (1, 2, 4),
-                                            (0, 1, 3), (1, 2), (0, 2, 5),
+    for size, k, s, p, d, lo, hi in product((1, 7), (1, 2, 3), (1, 2, 4),
+                                            (0, 1, 3), (1, 2), (0, 5),
                                             (0, 3)):
         length = lo + size + hi + 2 * p
         if length < d * (k - 1) + 1:
@@ -77,18 +75,7 @@ def test_the_padding_check_reads_the_geometry_exactly():
             expected, (size, k, s, p, d, lo, hi)
         checked += 1
         empty += expected
-    assert checked > 500 and 50 < empty < checked - 50
-
-
-def test_residual_align_rule_and_keep_mask():
-    Y = torch.rand(3, 4, 2)
-    AY = torch.rand(3, 4, 2)
-    torch.testing.assert_close(residual_align(Y, AY), (Y + AY) / 2)
-    torch.testing.assert_close(residual_align(Y, AY, residual_norm=False), AY)
-    keep = torch.tensor([True, False, True])
-    out = residual_align(Y, AY, keep=keep)
-    torch.testing.assert_close(out[1], Y[1])
-    torch.testing.assert_close(out[0], (Y[0] + AY[0]) / 2)
+    assert checked > 200 and 20 < empty < checked - 20
 
 
 def test_padding_renormalises_the_paper_rule():
@@ -110,30 +97,6 @@ def test_padding_renormalises_the_paper_rule():
                                Y[0])
 
 
-def test_align_resolves_layers():
-    """``align_layers`` picks the blocks that align (others leave labels
-    alone), negative indices from the end; history has one entry per
-    block."""
-    Y = torch.rand(1, 2, 2)
-    Y = Y / Y.sum(-1, keepdim=True)
-    # A block whose attention sends every token to token 0.
-    q = torch.zeros(1, 1, 2, 4)
-    bias = torch.tensor([[0., float('-inf')]] * 2)
-    records = Recorded([Slot(q=q, k=q, bias=bias)] * 3 + [Slot()],
-                       embed=lambda pixel_weights: Y)
-    pw = torch.ones(1, 2, 1, 1)
-    _, history = align(records, pw, options=AlignOptions([1]),
-                       keep_history=True)
-    assert torch.equal(history[1], Y)  # block 0 left it alone
-    torch.testing.assert_close(history[2], (Y + Y[:, :1]) / 2)
-    assert len(history) == 4
-    assert resolve_align_layers('last', 4) == {3}
-    assert resolve_align_layers([0, -1], 4) == {0, 3}
-    with pytest.raises(ValueError, match='out of range'):
-        align(records._replace(slots=records.slots[2:]), pw,
-              options=AlignOptions([1]))
-
-
 def explicit(q, k, v, mask=None, scale=None):
     scale = scale or q.shape[-1]**-0.5
     logits = q @ k.transpose(-2, -1) * scale
@@ -141,20 +104,6 @@ def explicit(q, k, v, mask=None, scale=None):
         logits = logits + mask
     A = logits.softmax(-1)
     return A @ v, A
-
-
-def test_the_path_follows_the_head_width():
-    """Narrow heads take the explicit path (the padded SDPA call would cost
-    more), wide heads SDPA; each path's operations show which ran."""
-    from tools.cost import OpCounter
-    Y = torch.rand(2, 9, 3)
-    for d, impl in ((16, 'explicit'), (64, 'sdpa')):
-        q, k = (torch.randn(2, 3, 9, d) for _ in range(2))
-        assert choose_impl(q, k) == impl
-        with OpCounter() as ops:
-            head_mean_attention(q, k, Y)
-        names = ' '.join(ops.ops)
-        assert ('aten._softmax' in names) == (impl == 'explicit')
 
 
 @pytest.mark.parametrize('impl', ['explicit', 'sdpa'])

@@ -11,21 +11,6 @@ from tlalign_mm.core.transmix import (
 )
 
 
-def test_lambda_is_the_hand_computation_on_a_fixed_attention_map():
-    # 4 patch tokens (2x2 grid); the box of source 1 covers the right column.
-    # Attention of the class token to the patches (the class key took the
-    # remaining 0.2 of the softmax): TransMix renormalises over patches.
-    attn = torch.tensor([[0.1, 0.4, 0.1, 0.2]])
-    labels = torch.tensor([[[1., 0.], [0., 1.], [1., 0.], [0., 1.]]])
-    area = torch.tensor([[0.5, 0.5]])
-    # lam_attn(source 1) = (0.4 + 0.2) / 0.8 = 0.75; lam = (0.5 + 0.75) / 2
-    expected = torch.tensor([[0.375, 0.625]])
-    torch.testing.assert_close(transmix_lambda(attn, labels, area), expected)
-    # Only ratios between patches matter.
-    torch.testing.assert_close(transmix_lambda(attn * 7, labels, area),
-                               expected)
-
-
 def test_fractional_patch_labels_and_three_sources():
     attn = torch.tensor([[0.2, 0.3, 0.5]])
     labels = torch.tensor([[[0.5, 0.5, 0.], [0., 0.25, 0.75], [1., 0., 0.]]])
@@ -88,18 +73,6 @@ def _token_labels(pixel_weights):
     """(B, S, 4, 4) -> (B, 4, S): mean over each 2x2 patch."""
     return torch.nn.functional.avg_pool2d(pixel_weights, 2).flatten(
         2).transpose(1, 2)
-
-
-def test_nearest_mask_is_the_top_left_pixel():
-    nearest = nearest_pixel_weights(PIXELS, (2, 2))
-    # Top-left pixels (0,0), (0,2), (2,0), (2,2): only (2,2) is in the box.
-    expected_box = torch.tensor([[0., 0., 0., 0.], [0., 0., 0., 0.],
-                                 [0., 0., 1., 1.], [0., 0., 1., 1.]])
-    assert torch.equal(nearest[0, 1], expected_box)
-    assert torch.equal(nearest[0, 0], 1 - expected_box)
-    # ... which is nn.Upsample's nearest downsampling, as TransMix does it.
-    official = torch.nn.Upsample(size=2)(BOX[None, None]).int()
-    assert torch.equal(nearest[0, 1, ::2, ::2], official[0, 0].float())
 
 
 def test_nearest_mask_on_partial_patches():

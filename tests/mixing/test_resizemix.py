@@ -16,9 +16,9 @@ from mmpretrain.registry import MODELS
 from tlalign_mm import align_labels
 from tlalign_mm.mixing import TLRandomBatchAugment, TLResizeMix
 
-from ..models.dense_reference import dense_vit_labels
+from ..models.dense import dense_reference
 from ..models.test_tlalign_classifier import fake_batch, model_cfg
-from ..models.test_vit_alignment import build_vit
+from ..models.zoo import VIT, build
 from .conftest import random_batch
 
 SEEDS = range(6)
@@ -174,7 +174,7 @@ def test_aligned_vit_labels_are_the_dense_reference(seed):
     """A ResizeMix record through a tiny ViT (8-pixel patches, 32x32):
     the aligned labels match the dense reference to 1e-5 and are
     distributions; patch tokens cut by the box edge start fractional."""
-    vit = build_vit()
+    vit = build(VIT)
     inputs, scores = _batch(4, 32, 32, num_classes=10)
     aug = TLResizeMix(alpha=1.0)
     fractional = moved = False
@@ -189,9 +189,8 @@ def test_aligned_vit_labels_are_the_dense_reference(seed):
         labels, history = align_labels(vit, mixed, record.pixel_weights,
                                        targets, record.area_share,
                                        return_token_labels=True)
-        with torch.no_grad():
-            ref, _, _ = dense_vit_labels(vit, mixed, record.pixel_weights,
-                                         targets, record.area_share, patch=8)
+        ref, _ = dense_reference(vit, mixed, record.pixel_weights, targets,
+                                 record.area_share)
         assert (labels.double() - ref).abs().max() <= 1e-5
         torch.testing.assert_close(labels.sum(-1), torch.ones(4), rtol=0,
                                    atol=1e-5)

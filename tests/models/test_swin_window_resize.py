@@ -79,16 +79,6 @@ def test_interp2d_cubic_reproduces_a_bicubic_polynomial():
         spline(xq, yq), rtol=0, atol=1e-12)
 
 
-def test_interp2d_cubic_equals_the_independent_reference():
-    rng = np.random.default_rng(0)
-    grid = geometric_grid(13, 23)
-    z = rng.normal(size=(13, 13))  # not symmetric: catches a transpose
-    query = np.arange(-11.0, 11.5, 1.0)
-    np.testing.assert_allclose(
-        resize.interp2d_cubic(grid, grid, z)(query, query),
-        not_a_knot_2d(grid, grid, z, query, query), rtol=0, atol=1e-9)
-
-
 def test_interp2d_cubic_rejects_a_bad_grid():
     with pytest.raises(ValueError, match=r'shape \(len\(y\), len\(x\)\)'):
         resize.interp2d_cubic(np.arange(5), np.arange(4), np.zeros((5, 4)))

@@ -1,26 +1,32 @@
 """TLAlignClassifier: the aligned target in training, ImageClassifier
-everywhere else."""
+everywhere else; its target switch ('cutmix', 'transmix', 'tlalign') on
+the same model and batch, and TransMix against its official definition."""
+import math
+
 import numpy as np
 import pytest
 import torch
+from mmengine.config import Config
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
 from tlalign_mm import align_labels
+from tlalign_mm.core.transmix import transmix_lambda
 
-from .mixes import head_samples
+from .dense import attention_calls, token_attention
+from .zoo import head_samples
 
 ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
+PATCH = 8
 
 
 def model_cfg(type='TLAlignClassifier', num_classes=5, aug='TLCutMix',
-              **backbone):
+              backbone=None, head='VisionTransformerClsHead', **kwargs):
     return dict(
-        type=type,
-        backbone=dict(type='VisionTransformer', arch=ARCH, img_size=32,
-                      patch_size=8, **backbone),
-        head=dict(type='VisionTransformerClsHead', num_classes=num_classes,
-                  in_channels=48),
+        type=type, **kwargs,
+        backbone=backbone or dict(type='VisionTransformer', arch=ARCH,
+                                  img_size=32, patch_size=PATCH),
+        head=dict(type=head, num_classes=num_classes, in_channels=48),
         data_preprocessor=dict(num_classes=num_classes, mean=[127.5] * 3,
                                std=[127.5] * 3),
         train_cfg=dict(augments=[dict(type=aug, alpha=1.0)]))
@@ -35,70 +41,77 @@ def fake_batch(batch_size, num_classes=5, seed=0):
                       for i in range(batch_size)])
 
 
-@pytest.mark.parametrize('batch_size', [1, 3, 4])
-def test_loss_uses_the_aligned_label(batch_size):
+def build(target='tlalign', **kwargs):
     torch.manual_seed(0)
-    model = MODELS.build(model_cfg())
+    model = MODELS.build(model_cfg(target=target, **kwargs))
     model.init_weights()
     model.train()
-    np.random.seed(1)
-    torch.manual_seed(1)
-    batch = model.data_preprocessor(fake_batch(batch_size), training=True)
+    model.backbone.eval()  # no drop-path: deterministic references
+    return model
+
+
+def mixed_batch(model, batch_size=4, seed=1):
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return model.data_preprocessor(fake_batch(batch_size, seed=seed),
+                                   training=True)
+
+
+def trained_target(model, batch):
+    """The loss's target: the gt_score of the samples its head is given."""
+    given = head_samples(model)
+    losses = model(**batch, mode='loss')
+    del model.head.loss
+    assert torch.isfinite(losses['loss']) and losses['loss'].requires_grad
+    return torch.stack([s.gt_score for s in given])
+
+
+@pytest.mark.parametrize('batch_size', [1, 4])
+@pytest.mark.parametrize('align_cfg', [{}, dict(align_layers='last',
+                                               residual_norm=False)])
+def test_loss_uses_the_aligned_label(batch_size, align_cfg):
+    model = build(align_cfg=align_cfg)
+    assert type(model.backbone).__name__ == 'VisionTransformer'
+    batch = mixed_batch(model, batch_size)
     samples = batch['data_samples']
     mixed = torch.stack([s.gt_score for s in samples]).clone()
     mix = batch['mix']
-    model.backbone.eval()  # no drop-path: a deterministic reference
     expected = align_labels(model.backbone, batch['inputs'],
-                            mix.pixel_weights, mix.targets, mix.area_share)
-    given = head_samples(model)
-    losses = model(**batch, mode='loss')
-    assert torch.isfinite(losses['loss'])
-    aligned = torch.stack([s.gt_score for s in given])
+                            mix.pixel_weights, mix.targets, mix.area_share,
+                            **align_cfg)
+    aligned = trained_target(model, batch)
     torch.testing.assert_close(aligned, expected)
     torch.testing.assert_close(aligned.sum(-1), torch.ones(batch_size))
     if batch_size > 1:  # with a partner image, alignment moves the label
         assert (aligned - mixed).abs().max() > 1e-4
     # ... on fresh samples: the caller's keep the mixed target.
     assert torch.equal(torch.stack([s.gt_score for s in samples]), mixed)
-    assert all(a is not b for a, b in zip(given, samples))
 
 
-def test_predict_is_bit_identical_to_image_classifier():
+def test_predict_and_checkpoints_are_image_classifiers():
     torch.manual_seed(0)
     ours = MODELS.build(model_cfg())
     ours.init_weights()
     plain = MODELS.build(model_cfg(type='ImageClassifier', aug='CutMix'))
-    assert set(ours.state_dict()) == set(plain.state_dict())
     plain.load_state_dict(ours.state_dict(), strict=True)
+    backbone = MODELS.build(model_cfg()['backbone'])
+    backbone.load_state_dict({k[len('backbone.'):]: v for k, v in
+                              ours.state_dict().items()
+                              if k.startswith('backbone.')}, strict=True)
     ours.eval()
     plain.eval()
-    data = fake_batch(3)
-    a = ours.val_step(dict(data))
-    b = plain.val_step(dict(data))
-    for x, y in zip(a, b):
+    for x, y in zip(ours.val_step(fake_batch(3)), plain.val_step(
+            fake_batch(3))):
         assert torch.equal(x.pred_score, y.pred_score)
 
 
-def test_classifier_checkpoint_loads_into_plain_backbone():
-    ours = MODELS.build(model_cfg())
-    backbone = MODELS.build(model_cfg()['backbone'])
-    state = {k[len('backbone.'):]: v for k, v in ours.state_dict().items()
-             if k.startswith('backbone.')}
-    missing, unexpected = backbone.load_state_dict(state, strict=True)
-    assert not missing and not unexpected
-
-
-def test_missing_record_is_a_clear_error():
-    model = MODELS.build(
-        model_cfg(aug='CutMix') | dict(data_preprocessor=dict(
-            type='ClsDataPreprocessor', num_classes=5)))
+def test_missing_record_or_wrong_num_classes_is_a_clear_error():
+    model = MODELS.build(model_cfg(aug='CutMix') | dict(
+        data_preprocessor=dict(type='ClsDataPreprocessor', num_classes=5)))
     model.train()
     batch = model.data_preprocessor(fake_batch(2), training=True)
     with pytest.raises(ValueError, match='TLAlignDataPreprocessor'):
         model(**batch, mode='loss')
-
-
-def test_wrong_num_classes_is_a_clear_error():
     cfg = model_cfg()
     cfg['head']['num_classes'] = 7
     model = MODELS.build(cfg)
@@ -108,41 +121,160 @@ def test_wrong_num_classes_is_a_clear_error():
         model(**batch, mode='loss')
 
 
-def test_align_cfg_reaches_the_backbone():
-    model = MODELS.build(
-        model_cfg() | dict(align_cfg=dict(align_layers='last',
-                                          residual_norm=False)))
-    # The backbone is the plain one; the options are the classifier's.
-    assert type(model.backbone).__name__ == 'VisionTransformer'
-    assert model.align_cfg.align_layers == 'last'
-    assert model.align_cfg.residual_norm is False
-
-
+SWIN = dict(type='SwinTransformer', arch=dict(embed_dims=16, depths=[2, 2],
+                                              num_heads=[2, 4]),
+            img_size=32, window_size=4, out_indices=(1, ))
 BAD_OPTIONS = {
     # --cfg-options model.align_cfg.residual_norm=no gives the string 'no'
-    "residual_norm='no'": (dict(residual_norm='no'), TypeError,
-                           'residual_norm must be True or False'),
-    "residual_norm='yes'": (dict(residual_norm='yes'), TypeError,
-                            'residual_norm must be True or False'),
-    'follow_drop_path=1': (dict(follow_drop_path=1), TypeError,
+    "residual_norm='no'": (dict(align_cfg=dict(residual_norm='no')),
+                           TypeError, 'residual_norm must be True or False'),
+    'follow_drop_path=1': (dict(align_cfg=dict(follow_drop_path=1)),
+                           TypeError,
                            'follow_drop_path must be True or False'),
-    'unknown key': (dict(align_layer='last'), ValueError,
+    'unknown key': (dict(align_cfg=dict(align_layer='last')), ValueError,
                     r"known: \['align_layers'"),
-    'layer out of range': (dict(align_layers=[2]), ValueError,
-                           'out of range'),
+    'layer out of range': (dict(align_cfg=dict(align_layers=[2])),
+                           ValueError, 'out of range'),
     # the removed wrapper, with a typo it used to drop silently
-    'TLAlignBackbone': ('wrapper', ValueError, 'align_cfg=dict'),
+    'TLAlignBackbone': (dict(backbone=dict(
+        type='TLAlignBackbone', align_layer='last',
+        backbone=model_cfg()['backbone'])), ValueError, 'align_cfg=dict'),
+    'bad target': (dict(target='mixup'), ValueError,
+                   "'tlalign', 'transmix', 'cutmix'"),
+    'transmix mask': (dict(target='transmix',
+                           transmix_cfg=dict(mask='area')), ValueError,
+                      'mask must be one of'),
+    'transmix key': (dict(target='transmix', transmix_cfg=dict(ratio=0.3)),
+                     ValueError, 'Unknown transmix_cfg'),
+    'transmix on Swin': (dict(target='transmix', backbone=SWIN), ValueError,
+                         'class token'),
+    'transmix on a pooled ViT': (dict(target='transmix', backbone=dict(
+        model_cfg()['backbone'], out_type='avg_featmap')), ValueError,
+        'class token'),
 }
 
 
 @pytest.mark.parametrize('case', list(BAD_OPTIONS))
 def test_options_are_checked_at_build(case):
     options, error, match = BAD_OPTIONS[case]
-    cfg = model_cfg()
-    if options == 'wrapper':
-        cfg['backbone'] = dict(type='TLAlignBackbone', align_layer='last',
-                               backbone=cfg['backbone'])
-    else:
-        cfg['align_cfg'] = options
     with pytest.raises(error, match=match):
-        MODELS.build(cfg)
+        MODELS.build(model_cfg(**options))
+
+
+# -------------------------------------------------------------- TransMix
+
+
+def explicit_attention(vit, images, layer=-1):
+    """(B, N, N): block ``layer``'s attention averaged over heads, the
+    dense reference's (explicit softmax of its queries and keys)."""
+    with attention_calls(vit) as calls, torch.no_grad():
+        vit(images)
+        return token_attention(*calls[layer][:3])[0].mean(1).float()
+
+
+def official_transmix(attn, pixel_weights, targets):
+    """TransMix's target, following Beckschen/TransMix transmix.py
+    (``Mixup_transmix.transmix_label``): the pasted box's pixel mask
+    nearest-downsampled to the token grid by ``nn.Upsample``, its attention
+    share ``lam1`` and its clipped area ``lam0``, averaged.
+
+    attn: (B, N) class-token attention to the patches; pixel_weights:
+    (B, 2, H, W) of a CutMix batch (source 1 = the box); targets: (B, 2, C).
+    """
+    box = pixel_weights[0, 1]
+    rows, cols = box.any(1).nonzero().flatten(), box.any(0).nonzero().flatten()
+    H, W = box.shape
+    if len(rows) == 0:
+        return targets[:, 0]
+    yl, yh, xl, xh = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    lam0 = (yh - yl) * (xh - xl) / (H * W)
+    mask = torch.zeros(H, W)
+    mask[yl:yh, xl:xh] = 1
+    n = int(math.sqrt(attn.shape[1]))
+    mask = torch.nn.Upsample(size=n)(mask[None, None]).int()
+    mask = mask.view(1, -1).repeat(len(attn), 1)
+    w1, w2 = ((1 - mask) * attn).sum(1), (mask * attn).sum(1)
+    lam = (lam0 + w2 / (w1 + w2)) / 2
+    return targets[:, 0] * (1 - lam)[:, None] + targets[:, 1] * lam[:, None]
+
+
+def test_transmix_is_the_official_target_on_pixel_boxes():
+    """Issue 12: on TransMix's own pixel CutMix boxes (cutting through
+    patches), target='transmix' is the official target to 1e-6 (a few
+    float32 ulps of values below 1); the 'fractional' mask (each patch by
+    the share of its pixels in the box) is not, and this shows by how
+    much."""
+    official = build('transmix')
+    fractional = build('transmix', transmix_cfg=dict(mask='fractional'))
+    fractional.load_state_dict(official.state_dict())
+    vit = official.backbone
+    worst = cut = 0.
+    for seed in range(1, 6):
+        batch = mixed_batch(official, seed=seed)
+        mix = batch['mix']
+        pw, targets = mix.pixel_weights, mix.targets.float()
+        cells = pw.reshape(*pw.shape[:2], 4, PATCH, 4, PATCH).mean(
+            (3, 5)).flatten(2).transpose(1, 2)
+        cut += bool(((cells > 0) & (cells < 1)).any())
+        attn = explicit_attention(vit, batch['inputs'])[
+            :, 0, vit.num_extra_tokens:]
+        got = trained_target(official, batch)
+        torch.testing.assert_close(got, official_transmix(attn, pw, targets),
+                                   rtol=0, atol=1e-6)
+        lam = transmix_lambda(attn, cells, mix.area_share)
+        frac = trained_target(fractional,
+                              mixed_batch(fractional, seed=seed))
+        torch.testing.assert_close(
+            frac, torch.einsum('bs,bsc->bc', lam, targets))
+        worst = max(worst, (frac - got).abs().max().item())
+    assert cut >= 3, 'too few boxes cut through patches'
+    # The two rules differ by a few hundredths here (TransMix's attention
+    # term itself moves the target by about 0.1).
+    assert 0.005 < worst < 0.2, worst
+
+
+def test_cutmix_target_trains_as_image_classifier():
+    ours = build('cutmix')
+    cfg = model_cfg(aug='CutMix', type='ImageClassifier')
+    plain = MODELS.build(cfg)
+    plain.load_state_dict(ours.state_dict())
+    plain.train()
+    plain.backbone.eval()
+    assert torch.equal(ours(**mixed_batch(ours), mode='loss')['loss'],
+                       plain(**mixed_batch(plain), mode='loss')['loss'])
+
+
+@pytest.mark.parametrize('aug', ['TLMixup', 'TLPatchMix', 'TLResizeMix'])
+def test_transmix_keeps_the_target_of_other_mixes(aug):
+    """TransMix is defined for CutMix boxes only: the record's mode, not
+    the mask, decides (patch mixing and ResizeMix are hard masks too)."""
+    model = build('transmix', aug=aug)
+    batch = mixed_batch(model)
+    assert batch['mix'].mode == aug[2:].lower()
+    expected = torch.stack([s.gt_score for s in batch['data_samples']])
+    assert torch.equal(trained_target(model, batch), expected)
+
+
+def test_transmix_trains_with_drop_path_and_a_distillation_token():
+    torch.manual_seed(0)
+    model = MODELS.build(model_cfg(
+        target='transmix', head='DeiTClsHead',
+        backbone=dict(type='DistilledVisionTransformer', arch=ARCH,
+                      img_size=32, patch_size=PATCH, drop_path_rate=0.5)))
+    model.train()
+    given = head_samples(model)
+    model(**mixed_batch(model), mode='loss')['loss'].backward()
+    assert model.backbone.cls_token.grad is not None
+    scores = torch.stack([s.gt_score for s in given])
+    torch.testing.assert_close(scores.sum(-1), torch.ones(4))
+
+
+def test_deit_small_transmix_config():
+    """The CutMix twin's model and recipe (its _base_), TransMix's target."""
+    cfg = Config.fromfile('configs/tlalign/deit-small_4xb256-transmix_in1k.py')
+    assert (cfg.model.type, cfg.model.target) == ('TLAlignClassifier',
+                                                  'transmix')
+    assert [a['type'] for a in cfg.model.train_cfg.augments] == [
+        'Mixup', 'CutMix']
+    assert cfg.model.backbone.arch == 'deit-small'
+    assert cfg.train_cfg.max_epochs == 300

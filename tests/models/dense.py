@@ -1,0 +1,414 @@
+"""Independent, dense TL-Align references for every family.
+
+Each block's attention is an explicit ``(B, heads, N, M)`` matrix, computed
+in float64 from the input its attention module received in the model's own
+forward (captured by a hook) and the module's weights; the attention output
+that matrix implies is checked against the module's own output, so it is the
+model's attention. Labels are ``(B, N, C)`` class vectors moved block by
+block by ``Y <- (Y + mean_h(A) Y_keys) / 2``; initial labels, merges, spatial
+reductions and SPT's five views are loops over positions. Swin windows are
+one dense attention over the whole padded map, built from coordinates, with
+the documented padding rule (padded keys carry zero labels; a real token's
+update is renormalised to sum 1). Shares no code with ``tlalign_mm``.
+"""
+import contextlib
+import math
+
+import torch
+import torch.nn.functional as F
+from mmdet.models.backbones.pvt import SpatialReductionAttention
+from mmpretrain.models.backbones.beit import BEiTAttention
+from mmpretrain.models.utils import MultiheadAttention, ShiftWindowMSA
+from timm.models.vision_transformer import Attention as TimmAttention
+
+ATTENTIONS = (MultiheadAttention, BEiTAttention, TimmAttention,
+              ShiftWindowMSA, SpatialReductionAttention)
+
+
+@contextlib.contextmanager
+def attention_calls(model, *more):
+    """``(module, args, kwargs, output)`` of every attention call (of the
+    known types and ``more``), in order."""
+    calls = []
+    handles = [m.register_forward_hook(
+        lambda m, a, k, o: calls.append((m, a, k, o)), with_kwargs=True)
+        for m in model.modules() if isinstance(m, ATTENTIONS + more)]
+    try:
+        yield calls
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def pixel_labels(pixel_weights, targets):
+    """(B, S, H, W), (B, S, C) -> (B, H, W, C) class labels of pixels."""
+    return torch.einsum('bshw,bsc->bhwc', pixel_weights.double(),
+                        targets.double())
+
+
+def window_means(grid, out_hw, kernel, stride, padding=0):
+    """(B, H, W, C) -> (B, h*w, C): each output position's mean label over
+    the real positions under its window (padding is no position)."""
+    B, _, _, C = grid.shape
+    h, w = out_hw
+    out = torch.zeros(B, h * w, C, dtype=torch.double)
+    for i in range(h):
+        for j in range(w):
+            r, c = i * stride - padding, j * stride - padding
+            cell = grid[:, max(r, 0):max(r + kernel, 0),
+                        max(c, 0):max(c + kernel, 0)]
+            out[:, i * w + j] = cell.reshape(B, -1, C).mean(1)
+    return out
+
+
+def conv_means(grid, conv):
+    """Window means under a (square) convolution's windows, and their grid."""
+    (k, _), (s, _), (p, _) = conv.kernel_size, conv.stride, conv.padding
+    hw = tuple((n + 2 * p - k) // s + 1 for n in grid.shape[1:3])
+    return window_means(grid, hw, k, s, p), hw
+
+
+def patch_means(grid, patch):
+    """Non-overlapping ``patch`` windows, bottom/right padded."""
+    H, W = grid.shape[1:3]
+    return window_means(grid, (-(-H // patch), -(-W // patch)), patch, patch)
+
+
+def spt_reads(H, W, patch, shift):
+    """Every read an SPT token makes: at patch position ``(a, b)`` of token
+    ``(i, j)``, view ``v`` reads ``(i*p + a + dy_v, j*p + b + dx_v)``,
+    ``(dy, dx)`` in ``(0, 0), (-s, -s), (-s, s), (s, -s), (s, s)``; real only
+    where the patch position is in the map (not corner padding) and so is
+    the read (not shift padding). ``(a, b, v, rows, cols, valid)`` over the
+    ``(h, w)`` token grid."""
+    h, w = -(-H // patch), -(-W // patch)
+    i = torch.arange(h)[:, None].expand(h, w)
+    j = torch.arange(w)[None, :].expand(h, w)
+    s = shift
+    for a in range(patch):
+        for b in range(patch):
+            r0, c0 = i * patch + a, j * patch + b
+            for v, (dy, dx) in enumerate([(0, 0), (-s, -s), (-s, s),
+                                          (s, -s), (s, s)]):
+                r, c = r0 + dy, c0 + dx
+                valid = (r0 < H) & (c0 < W) & (r >= 0) & (r < H) & \
+                    (c >= 0) & (c < W)
+                yield a, b, v, r.clamp(0, H - 1), c.clamp(0, W - 1), valid
+
+
+def spt_labels(grid, patch, shift):
+    """(B, H, W, C) -> (B, h*w, C): mean over every real read of the five
+    views."""
+    B, H, W, C = grid.shape
+    h, w = -(-H // patch), -(-W // patch)
+    total = torch.zeros(B, h, w, C, dtype=torch.double)
+    count = torch.zeros(h, w, 1, dtype=torch.double)
+    for _, _, _, r, c, valid in spt_reads(H, W, patch, shift):
+        total += grid[:, r, c].double() * valid[..., None]
+        count += valid[..., None]
+    return (total / count).reshape(B, h * w, C)
+
+
+def spt_tokens(spt, x):
+    """SPT of a map ``(B, C, H, W)`` from the definition: token feature
+    ``(a, b, view, channel)`` is its read (0 where not real), then the
+    module's LayerNorm and Linear weights."""
+    x = x.double()
+    B, C, H, W = x.shape
+    p, s = spt.patch_size[0], spt.shift_size[0]
+    h, w = -(-H // p), -(-W // p)
+    feats = torch.zeros(B, h, w, p, p, 5, C, dtype=torch.double)
+    for a, b, v, r, c, valid in spt_reads(H, W, p, s):
+        feats[:, :, :, a, b, v] = (x[:, :, r, c] * valid).permute(0, 2, 3, 1)
+    feats = feats.reshape(B, h * w, -1)
+    norm, lin = spt.norm, spt.reduction
+    feats = torch.nn.functional.layer_norm(
+        feats, feats.shape[-1:], norm.weight.double(), norm.bias.double(),
+        norm.eps)
+    return feats @ lin.weight.double().T + lin.bias.double(), (h, w)
+
+
+def lin(m, x):
+    """``m``'s Linear map of ``x`` in float64 (the module stays float32)."""
+    bias = None if m.bias is None else m.bias.double()
+    return F.linear(x, m.weight.double(), bias)
+
+
+def norm(m, x):
+    """A LayerNorm (or Identity) of ``x`` in float64."""
+    if not isinstance(m, torch.nn.LayerNorm):
+        return x
+    return F.layer_norm(x, m.normalized_shape, m.weight.double(),
+                        m.bias.double(), m.eps)
+
+
+def embed_labels(pe, grid):
+    """The labels of the tokens an embedding (mmcv PatchEmbed, timm's, or
+    SPT, as patch embedding or pooling) makes of a label map."""
+    if hasattr(pe, 'shift_size') and pe.label_views != 'centre':
+        return spt_labels(grid, pe.patch_size[0], pe.shift_size[0])
+    conv = getattr(pe, 'projection', None) or getattr(pe, 'proj', None)
+    return patch_means(grid, (pe.patch_size[0] if conv is None else
+                              conv.kernel_size[0]))
+
+
+def _lsa(module, logits, n):
+    """LSA: per-head learned temperature, ``-inf`` on the diagonal."""
+    if hasattr(module, 'diagonal_masking') and module.diagonal_masking:
+        logits = logits.masked_fill(torch.eye(n, dtype=torch.bool),
+                                    float('-inf'))
+    return logits
+
+
+def _heads(t, B, heads):
+    return t.reshape(B, t.shape[1], heads, -1).transpose(1, 2)
+
+
+def token_attention(module, args, kwargs):
+    """ViT-like attention (mmpretrain MHA/LSA, BEiT, timm) of ``args[0]``:
+    (A (B, H, N, N), the module's output by hand)."""
+    x = args[0].double()
+    B, N, _ = x.shape
+    m = module
+    W = m.qkv.weight.double()
+    bias = torch.zeros(W.shape[0], dtype=torch.double)
+    if m.qkv.bias is not None:
+        bias = m.qkv.bias.double()
+    if getattr(m, 'q_bias', None) is not None:  # BEiT
+        bias = torch.cat([m.q_bias, torch.zeros_like(m.v_bias),
+                          m.v_bias]).double()
+    q, k, v = (_heads(t, B, m.num_heads) for t in (x @ W.T + bias).chunk(
+        3, -1))
+    if hasattr(m, 'q_norm'):  # timm
+        q, k = norm(m.q_norm, q), norm(m.k_norm, k)
+    scale = getattr(m, 'scale', q.shape[-1]**-0.5)
+    if isinstance(scale, torch.Tensor):  # LSA's per-head temperature
+        scale = scale.double().view(1, -1, 1, 1)
+    logits = _lsa(m, (q * scale) @ k.transpose(-2, -1), N)
+    table = getattr(m, 'relative_position_bias_table', None)
+    if table is not None:  # BEiT's own table and index
+        logits = logits + table.double()[m.relative_position_index.view(
+            -1)].view(N, N, -1).permute(2, 0, 1)
+    if kwargs.get('rel_pos_bias') is not None:  # BEiT's shared bias
+        logits = logits + kwargs['rel_pos_bias'].double()
+    A = logits.softmax(-1)
+    out = (A @ v).transpose(1, 2).reshape(B, N, -1)
+    out = lin(m.proj, norm(getattr(m, 'norm', None), out))
+    if hasattr(getattr(m, 'gamma1', None), 'weight'):  # layer scale
+        out = out * m.gamma1.weight.double()
+    return A, out
+
+
+def window_attention(module, x, hw):
+    """All window attentions of a ``(B, H*W, C)`` map (Swin, Swin V2, LSA
+    windows) as one dense attention over the zero-padded map:
+    (A (B, heads, Np, Np), the module's output by hand, real positions)."""
+    w_msa, ws = module.w_msa, module.window_size
+    shift = module.shift_size
+    H, W = hw
+    if min(H, W) == ws and not module.pad_small_map:
+        shift = 0
+    B, _, C = x.shape
+    Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
+    grid = x.new_zeros(B, Hp, Wp, C, dtype=torch.double)
+    grid[:, :H, :W] = x.reshape(B, H, W, C).double()
+    tokens = grid.reshape(B, Hp * Wp, C)
+    r, c = torch.arange(Hp).repeat_interleave(Wp), torch.arange(Wp).repeat(Hp)
+    rs, cs = (r - shift) % Hp, (c - shift) % Wp  # after the cyclic shift
+    window = (rs // ws) * (Wp // ws) + cs // ws
+    dy = (rs % ws)[:, None] - (rs % ws)[None]
+    dx = (cs % ws)[:, None] - (cs % ws)[None]
+    heads = w_msa.num_heads
+    Wq, Wk, Wv = w_msa.qkv.weight.double().chunk(3)
+    if hasattr(w_msa, 'cpb_mlp'):  # Swin V2 (Liu et al. 2022, Sec. 3.2)
+        q = _heads(tokens @ Wq.T + w_msa.q_bias.double(), B, heads)
+        k = _heads(tokens @ Wk.T, B, heads)
+        v = _heads(tokens @ Wv.T + w_msa.v_bias.double(), B, heads)
+        q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        scale = w_msa.logit_scale.double().clamp(max=math.log(100)).exp()
+        # continuous position bias of the model's log-spaced offsets
+        coords = w_msa.relative_coords_table[0].double()
+        mlp = w_msa.cpb_mlp
+        table = 16 * torch.sigmoid(lin(mlp[2], torch.relu(lin(mlp[0],
+                                                              coords))))
+        bias = table[dy + ws - 1, dx + ws - 1].permute(2, 0, 1)
+        logits = q @ k.transpose(-2, -1) * scale
+    else:
+        bq, bk, bv = w_msa.qkv.bias.double().chunk(3)
+        q, k, v = (_heads(tokens @ Wt.T + bt, B, heads)
+                   for Wt, bt in ((Wq, bq), (Wk, bk), (Wv, bv)))
+        scale = w_msa.scale if not isinstance(w_msa.scale, torch.Tensor) \
+            else w_msa.scale.double().view(1, -1, 1, 1)
+        logits = _lsa(w_msa, (q * scale) @ k.transpose(-2, -1), len(r))
+        index = (dy + ws - 1) * (2 * ws - 1) + dx + ws - 1
+        bias = w_msa.relative_position_bias_table.double()[index].permute(
+            2, 0, 1)
+    logits = logits + bias
+    if shift > 0:  # mmpretrain's mask: -100 across shift regions
+        def region(z, size):
+            return (z >= size - ws).long() + (z >= size - shift).long()
+        reg = region(rs, Hp) * 3 + region(cs, Wp)
+        logits = logits - 100. * (reg[:, None] != reg[None]).double()
+    logits = logits.masked_fill(window[:, None] != window[None],
+                                float('-inf'))
+    A = logits.softmax(-1)
+    out = lin(w_msa.proj, (A @ v).transpose(1, 2).reshape(B, -1, C))
+    real = (r < H) & (c < W)
+    return A, out[:, real], real
+
+
+def sr_attention(module, x, hw):
+    """PVT's spatial-reduction attention of ``x`` by hand from
+    ``nn.MultiheadAttention``'s weights: (A (B, H, N, M), the module's
+    output without its identity)."""
+    mha = module.attn
+    x = x.double()
+    B, N, C = x.shape
+    x_kv = x
+    if module.sr_ratio > 1:
+        sr = module.sr
+        x_kv = F.conv2d(x.transpose(1, 2).reshape(B, C, *hw),
+                        sr.weight.double(), sr.bias.double(), sr.stride,
+                        sr.padding)
+        x_kv = norm(module.norm, x_kv.flatten(2).transpose(1, 2))
+    Wq, Wk, Wv = mha.in_proj_weight.double().chunk(3)
+    bq, bk, bv = mha.in_proj_bias.double().chunk(3)
+    q, k, v = (_heads(t @ Wt.T + bt, B, mha.num_heads) for t, Wt, bt in (
+        (x, Wq, bq), (x_kv, Wk, bk), (x_kv, Wv, bv)))
+    A = (q @ k.transpose(-2, -1) / q.shape[-1]**0.5).softmax(-1)
+    return A, lin(mha.out_proj, (A @ v).transpose(1, 2).reshape(B, N, C))
+
+
+def _update(Y, AY, residual_norm, renormalise=False):
+    new = (Y + AY) / 2 if residual_norm else AY
+    return new / new.sum(-1, keepdim=True) if renormalise else new
+
+
+def _check(ours, theirs, size=None):
+    """The hand attention's output is the module's: float32 against
+    float64, within 1e-5 of the largest value involved (``size``; ~100
+    float32 ulps, room for the sums over width and keys; a wrong bias,
+    scale or mask moves it by > 1e-2)."""
+    size = theirs.abs().max() if size is None else size
+    assert (ours.double() - theirs).abs().max() <= 1e-5 * max(size, 1.)
+
+
+def dense_reference(model, images, pixel_weights, targets, area_share=None,
+                    **options):
+    """:func:`dense_labels` of an eval forward of ``model``."""
+    with attention_calls(model) as calls, torch.no_grad():
+        model(images)
+        return dense_labels(model, calls, pixel_weights, targets,
+                            area_share=area_share, **options)
+
+
+def dense_labels(model, calls, pixel_weights, targets, area_share=None,
+                 align_layers=None, residual_norm=True, keeps=None,
+                 check=True):
+    """Labels before the first and after every block, and the final label,
+    from the captured attention ``calls`` of one forward of ``model``.
+
+    ``align_layers``: the blocks that align (None: all); ``keeps[i]``:
+    ``(B,)`` bool, the samples whose attention branch drop-path kept in
+    block ``i`` (the others keep their labels); ``check``: compare each
+    hand attention's output with the module's (eval forwards only)."""
+    inner = getattr(model, 'timm_model', model)
+    pix = pixel_labels(pixel_weights, targets)
+    history, final = [], None
+    n = len(calls)
+
+    def step(i, Y, AY, renormalise=False):
+        if align_layers is not None and i not in align_layers and \
+                i - n not in align_layers:
+            return Y
+        new = _update(Y, AY, residual_norm, renormalise)
+        if keeps is not None and keeps[i] is not None:
+            new = torch.where(keeps[i].view(-1, 1, 1), new, Y)
+        return new
+
+    if hasattr(model, 'stages'):  # Swin, Swin V2, SL-Swin
+        Y = embed_labels(model.patch_embed, pix)
+        history.append(Y)
+        hw = calls[0][1][1]
+        v2 = type(model).__name__ == 'SwinTransformerV2'
+        after = getattr(model, 'out_after_downsample', False)
+        i = 0
+
+        def merge(ds, Y, hw):
+            grid = Y.reshape(Y.shape[0], *hw, -1)
+            if hasattr(ds, 'shift_size'):  # SPT pooling
+                return embed_labels(ds, grid)
+            return patch_means(grid, 2)
+
+        for s, stage in enumerate(model.stages):
+            if v2 and stage.downsample is not None:
+                Y = merge(stage.downsample, Y, hw)
+            for _ in stage.blocks:
+                module, args, _, out = calls[i]
+                hw = tuple(args[1])
+                A, dense_out, real = window_attention(module, args[0], hw)
+                if check:
+                    _check(out, dense_out)
+                Yp = Y.new_zeros(Y.shape[0], A.shape[-1], Y.shape[-1])
+                Yp[:, real] = Y
+                Y = step(i, Y, (A.mean(1) @ Yp)[:, real], renormalise=True)
+                history.append(Y)
+                i += 1
+            ds = None if v2 else stage.downsample
+            if ds is not None and after:
+                Y = merge(ds, Y, hw)
+                hw = (-(-hw[0] // 2), -(-hw[1] // 2))
+            if s in model.out_indices:
+                final = Y.mean(1)
+            if ds is not None and not after:
+                Y = merge(ds, Y, hw)
+        return final, history
+    if hasattr(model, 'layers') and isinstance(model.layers[0], type(
+            model.layers)):  # PVT: (embed, blocks, norm) per stage
+        it = iter(calls)
+        grid = pix
+        for s, (embed, blocks, _) in enumerate(model.layers):
+            Y, hw = conv_means(grid, embed.projection)
+            if s == 0:
+                history.append(Y)
+            for block in blocks:
+                if not hasattr(block, 'attn'):  # v1's position embedding
+                    continue
+                module, args, kwargs, out = next(it)
+                A, dense_out = sr_attention(module, args[0], hw)
+                if check:
+                    _check(out - kwargs['identity'], dense_out,
+                           out.abs().max())
+                Y_kv = Y if module.sr_ratio == 1 else conv_means(
+                    Y.reshape(-1, *hw, Y.shape[-1]), module.sr)[0]
+                Y = step(len(history) - 1, Y, A.mean(1) @ Y_kv)
+                history.append(Y)
+            grid = Y.reshape(-1, *hw, Y.shape[-1])
+            if s in model.out_indices:
+                final = Y.mean(1)
+        return final, history
+    # ViT-like: extra (prefix) tokens start at the area label
+    Y = embed_labels(inner.patch_embed, pix)
+    prefix = getattr(inner, 'num_prefix_tokens', None)
+    if prefix is None:
+        prefix = inner.num_extra_tokens
+    if area_share is None:
+        area_share = pixel_weights.mean((2, 3))
+    area = torch.einsum('bs,bsc->bc', area_share.double(), targets.double())
+    Y = torch.cat([area[:, None].expand(-1, prefix, -1), Y], 1)
+    history.append(Y)
+    for i, (module, args, kwargs, out) in enumerate(calls):
+        A, dense_out = token_attention(module, args, kwargs)
+        if check:
+            _check(out, dense_out)
+        Y = step(i, Y, A.mean(1) @ Y)
+        history.append(Y)
+    pool = getattr(inner, 'out_type', None) or inner.global_pool
+    if getattr(inner, 'dist_token', None) is not None and hasattr(
+            inner, 'global_pool'):  # timm's distilled head
+        return (Y[:, 0] + Y[:, 1]) / 2, history
+    if pool in ('cls_token', 'token'):
+        return Y[:, 0], history
+    start = 0 if getattr(inner, 'pool_include_prefix', False) else prefix
+    return Y[:, start:].mean(1), history

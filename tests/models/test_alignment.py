@@ -1,0 +1,288 @@
+"""TL-Align through every family against the dense reference
+(:mod:`.dense`): labels after every block and the final label, in class
+space, with the labels moved far beyond the tolerance."""
+import pytest
+import timm
+import torch
+
+from tlalign_mm import align_labels
+from tlalign_mm.models import aligned_forward
+
+from . import zoo
+from .dense import dense_reference
+from .zoo import in_classes, random_mix
+
+V2 = zoo.SWIN_V2
+BOX = (3, 21, 5, 30)
+# name: (backbone config, sources, (H, W), CutMix box, aligned_forward
+# options). Each row is a label path: extra tokens, padding, shift on/off,
+# merges (before/after a stage's blocks), spatial reduction, SPT views, LSA.
+CASES = {
+    'ViT cls, box': (zoo.VIT, 2, (32, 32), BOX, {}),
+    'ViT pooled, no cls, not a multiple of the patch': (dict(
+        zoo.VIT, out_type='avg_featmap', with_cls_token=False), 3, (36, 29),
+        None, {}),
+    'DeiT distilled, other size': (dict(
+        zoo.VIT, type='DistilledVisionTransformer'), 3, (48, 40), None, {}),
+    'ViT last block only': (zoo.VIT, 2, (32, 32), BOX,
+                            dict(align_layers='last')),
+    'ViT blocks 0 and 2, no residual average': (
+        zoo.VIT, 2, (32, 32), BOX, dict(align_layers=[0, 2],
+                                        residual_norm=False)),
+    'DeiT3 (not named by the package)': (zoo.DEIT3, 2, (32, 32), BOX, {}),
+    'ViT-like class (not named by the package)': (
+        dict(type='TinyViTLike'), 3, (32, 32), None, {}),
+    'BEiT relative bias, pooled': (zoo.BEIT, 2, (32, 32), BOX, {}),
+    'BEiT shared bias, cls, final norm': (dict(
+        zoo.BEIT, out_type='cls_token', use_rel_pos_bias=False,
+        use_shared_rel_pos_bias=True, final_norm=True), 3, (32, 32), None,
+        {}),
+    'BEiT absolute, no layer scale, no cls': (dict(
+        zoo.BEIT, with_cls_token=False, use_rel_pos_bias=False,
+        use_abs_pos_emb=True, layer_scale_init_value=0.), 3, (32, 32), None,
+        {}),
+    # 18x18 tokens padded to 21x21, then 9x9 padded to 14x14; the box's
+    # token edges cut 2x2 merge groups.
+    'Swin padded, box': (zoo.SWIN, 2, (70, 70), (13, 45, 21, 59), {}),
+    # 14x21 tokens, then 7x11: the map equals the window in stage 2 (shift
+    # off), W still padded.
+    'Swin map equals window': (zoo.SWIN, 3, (56, 84), None, {}),
+    'Swin pad_small_map, 3 stages': (dict(
+        zoo.SWIN, arch=zoo.SWIN3, out_indices=(2, ), pad_small_map=True), 2,
+        (70, 70), None, {}),
+    'Swin out_after_downsample, no residual average': (dict(
+        zoo.SWIN, out_indices=(0, ), out_after_downsample=True), 3, (62, 70),
+        None, dict(residual_norm=False)),
+    'Swin V2 padded, box': (V2, 2, (70, 70), (13, 45, 21, 59), {}),
+    'Swin V2 map equals window': (V2, 3, (32, 48), None, {}),
+    'Swin V2 pad_small_map, window 8': (dict(
+        V2, arch=dict(zoo.SWIN3, extra_norm_every_n_blocks=0),
+        out_indices=(2, ), window_size=8, pad_small_map=True,
+        pretrained_window_sizes=[0] * 3), 2, (70, 70), None, {}),
+    'Swin V2 window per stage, pretrained window': (dict(
+        V2, window_size=[3, 4], pretrained_window_sizes=[6, 0]), 2,
+        (70, 70), None, {}),
+    'Swin V2 readout of stages 0 and 1, extra norm': (dict(
+        V2, out_indices=(0, 1), arch=dict(V2['arch'],
+                                          extra_norm_every_n_blocks=1)),
+        3, (62, 74), None, {}),
+    # 18, 9, 5, 3 tokens a side; the 8x8 reduction of 18x18 leaves two
+    # rows and columns out.
+    'PVT v2': (zoo.PVT, 3, (70, 70), None, {}),
+    'PVT v2 box, stage 1 readout': (dict(zoo.PVT, out_indices=(0, 1)), 2,
+                                    (64, 64), (5, 37, 11, 50), {}),
+    'PVT v1 (position embedding)': (zoo.PVT_V1, 2, (70, 70), None, {}),
+    'SL-ViT cls, box': (zoo.SL_VIT, 2, (32, 32), (5, 23, 3, 18), {}),
+    'SL-ViT pooled, corner padding': (dict(
+        zoo.SL_VIT, out_type='avg_featmap'), 3, (30, 27), None, {}),
+    "SL-ViT SPT only, label_views='centre'": (dict(
+        zoo.SL_VIT, use_lsa=False, spt_cfg=dict(label_views='centre')), 2,
+        (32, 32), BOX, {}),
+    'SL-ViT LSA only': (dict(zoo.SL_VIT, use_spt=False), 2, (32, 32), BOX,
+                        {}),
+    'SL-Swin box': (zoo.SL_SWIN, 2, (32, 32), (3, 19, 9, 30), {}),
+    # 15x15 tokens (windows padded to 16), SPT pooling pads 15 -> 16.
+    'SL-Swin padded everywhere': (zoo.SL_SWIN, 3, (30, 30), None, {}),
+    'SL-Swin LSA only, out after downsample': (dict(
+        zoo.SL_SWIN, use_spt=False, out_indices=(1, ),
+        out_after_downsample=True), 2, (32, 32), None, {}),
+    'SL-Swin SPT only': (dict(zoo.SL_SWIN, use_lsa=False), 2, (32, 32),
+                         None, {}),
+    'timm DeiT, fused': (dict(zoo.TIMM, fused=True), 2, (32, 32), BOX, {}),
+    'timm distilled DeiT, explicit': (dict(
+        zoo.TIMM, model_name='deit_tiny_distilled_patch16_224', depth=3,
+        fused=False), 2, (32, 32), BOX, {}),
+    'timm DeiT3 (layer scale, no_embed_class), fused': (dict(
+        zoo.TIMM, model_name='deit3_small_patch16_224', fused=True), 3,
+        (32, 32), None, {}),
+    'timm registers, qk-norm, avg, explicit': (dict(
+        zoo.TIMM, reg_tokens=4, qk_norm=True, global_pool='avg',
+        fused=False), 3, (32, 32), None, {}),
+    'timm no class token, registers, fused': (dict(
+        zoo.TIMM, class_token=False, reg_tokens=2, global_pool='avg',
+        fused=True), 3, (32, 32), None, {}),
+    'timm avg over prefix too, explicit': (dict(
+        zoo.TIMM, global_pool='avg', pool_include_prefix=True, fused=False),
+        3, (32, 32), None, {}),
+    'timm dynamic size, padded, fused': (dict(
+        zoo.TIMM, dynamic_img_size=True, dynamic_img_pad=True, fused=True),
+        3, (36, 29), None, {}),
+    # DeiT-Tiny's geometry: 197 tokens, heads of 64 (the labels' SDPA path)
+    'timm DeiT-Tiny at 224, fused': (dict(
+        zoo.TIMM, img_size=224, patch_size=16, embed_dim=192, num_heads=3),
+        2, (224, 224), (30, 150, 45, 190), {}),
+    'timm ResPostBlock, explicit': (dict(
+        zoo.TIMM, block_fn=timm.models.vision_transformer.ResPostBlock,
+        fused=False), 3, (32, 32), None, {}),
+}
+
+
+def build(cfg):
+    cfg = dict(cfg)
+    return zoo.build(cfg, fused=cfg.pop('fused', None))
+
+
+def reference(model, images, pw, targets, options=None):
+    """The dense reference of an eval forward with ``options``."""
+    layers = (options or {}).get('align_layers', 'all')
+    return dense_reference(
+        model, images, pw, targets,
+        align_layers=None if layers == 'all' else [-1] if layers == 'last'
+        else layers, residual_norm=(options or {}).get('residual_norm', True))
+
+
+def assert_history_close(history, reference, targets, atol=1e-5):
+    """float32 labels against float64 ones: 1e-5 on values of at most 1,
+    room for ~100 float32 ulps of rounding over the blocks' sums; a wrong
+    rule, token or padding moves labels by > 1e-3 (the cases' guards)."""
+    assert len(history) == len(reference)
+    for ours, theirs in zip(history, reference):
+        assert (in_classes(ours, targets) - theirs).abs().max() <= atol
+
+
+@pytest.mark.parametrize('name', list(CASES))
+def test_matches_dense_reference(name):
+    cfg, S, (H, W), box, options = CASES[name]
+    model = build(cfg)
+    images, pw, targets = random_mix(2, S, H, W, box=box)
+    aligned = aligned_forward(model, images, pw, keep_history=True,
+                              **options)
+    ref, ref_history = reference(model, images, pw, targets, options)
+    assert_history_close(aligned.history, ref_history, targets)
+    assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
+    # the public entry point is the same computation
+    assert torch.equal(align_labels(model, images, pw, targets, **options),
+                       aligned.expand(targets))
+    # The labels moved: tokens in a block, and the final label away from
+    # the area (CutMix) label by 10x the tolerance (pooled readouts of
+    # random mixes move least).
+    moved = max((b - a).abs().max() for a, b in zip(ref_history,
+                                                    ref_history[1:])
+                if a.shape == b.shape)
+    assert moved > 1e-2
+    area = in_classes(pw.mean((2, 3)), targets)
+    assert (ref - area).abs().max() > 1e-4
+    if options:  # the option changed the labels
+        full, _ = reference(model, images, pw, targets)
+        assert (ref - full).abs().max() > 1e-3
+
+
+def test_the_padding_rule_is_what_is_tested(monkeypatch):
+    """On 70x70 real tokens attend to padded ones: ignoring the padded
+    keys' share (no renormalisation) gives other labels, far beyond the
+    tolerance."""
+    from . import dense
+    model = build(zoo.SWIN)
+    images, pw, targets = random_mix(1, 2, 70, 70)
+    _, ours = reference(model, images, pw, targets)
+    monkeypatch.setattr(dense, '_update', lambda Y, AY, r, n=False:
+                        (Y + AY) / 2)
+    _, other = reference(model, images, pw, targets)
+    assert max((a - b).abs().max() for a, b in zip(ours, other)) > 1e-3
+
+
+@pytest.mark.parametrize('name', ['Swin padded, box', 'SL-Swin box'])
+def test_merged_labels_are_the_means_by_hand(name):
+    """With attention that moves nothing only merging moves labels: 2x2
+    means (Swin) or the five shifted views (SPT pooling), by hand."""
+    from .dense import patch_means, pixel_labels, spt_labels
+    cfg, _, (H, W), box, _ = CASES[name]
+    model = build(cfg)
+    for stage in model.stages:
+        for block in stage.blocks:
+            block.attn.w_msa.softmax = zoo.EyeSoftmax(dim=-1)
+    images, pw, targets = random_mix(2, 2, H, W, box=box)
+    aligned = aligned_forward(model, images, pw, keep_history=True)
+    pix = pixel_labels(pw, targets)
+    spt = 'SL' in name
+    first = spt_labels(pix, 2, 1) if spt else patch_means(pix, 4)
+    side = -(-H // (2 if spt else 4))
+    grid = first.reshape(2, side, side, -1)
+    merged = spt_labels(grid, 2, 1) if spt else patch_means(grid, 2)
+    ours = [in_classes(h, targets) for h in aligned.history]
+    for labels in ours[:3]:  # 1 ulp of 1 in float32 is 1.2e-7
+        assert (labels - first).abs().max() <= 1e-6
+    for labels in ours[3:5]:
+        assert (labels - merged).abs().max() <= 1e-6
+    other = patch_means(grid, 2) if spt else grid[:, ::2, ::2].reshape(
+        2, -1, 10)  # another rule: plain 2x2 means / one token of each group
+    assert (merged - other).abs().max() > 1e-3
+
+
+def test_lsa_masking_is_what_is_tested():
+    """The reference without LSA's mask and temperature gives other labels
+    than SL-ViT's, far beyond the tolerance."""
+    model = build(zoo.SL_VIT)
+    images, pw, targets = random_mix(2, 2, 32, 32)
+    aligned = aligned_forward(model, images, pw, keep_history=True)
+    for layer in model.layers:
+        layer.attn.diagonal_masking = False
+        with torch.no_grad():
+            layer.attn.scale.fill_(layer.attn.head_dims**-0.5)
+    _, other = reference(model, images, pw, targets)
+    assert max((in_classes(a, targets) - b).abs().max()
+               for a, b in zip(aligned.history, other)) > 1e-3
+
+
+def test_given_area_share_is_where_the_class_token_starts():
+    model = build(zoo.VIT)
+    images, pw, _ = random_mix(2, 2, 32, 32, box=(0, 13, 0, 19))
+    area_share = torch.tensor([[0.7, 0.3], [0.2, 0.8]])
+    aligned = aligned_forward(model, images, pw, area_share=area_share,
+                              keep_history=True)
+    assert torch.equal(aligned.history[0][:, 0], area_share)
+
+
+def _swin_v2_without_merging_rule(monkeypatch):
+    from tlalign_mm.models.token_rules import TOKEN_RULES
+    monkeypatch.delitem(TOKEN_RULES,
+                        'mmpretrain.models.utils.embed.PatchMerging')
+    return build(zoo.SWIN_V2)
+
+
+BAD = {  # name: (backbone, call's changes, error, match)
+    'pixel weights sum to 2': (zoo.VIT, dict(pw=2.), ValueError, 'sum to 1'),
+    'pixel weights of another size': (zoo.VIT, dict(pw=slice(16)),
+                                      ValueError, 'height/width'),
+    'targets of one source': (zoo.VIT, dict(targets=1), ValueError,
+                              r'targets must be \(B, S, C\)'),
+    'area_share of 3 sources': (zoo.VIT, dict(area_share=torch.full(
+        (2, 3), 1 / 3)), ValueError, r'area_share must be \(B, S\)'),
+    'area_share summing to 2': (zoo.VIT, dict(area_share=torch.ones(2, 2)),
+                                ValueError, 'area_share .* sum to 1'),
+    'ViT featmap readout': (dict(zoo.VIT, out_type='featmap'), {},
+                            ValueError, 'out_type'),
+    'BEiT token map readout': (dict(zoo.BEIT, out_type='raw'), {},
+                               ValueError, "out_type='cls_token' or"),
+    'ViT out_indices before the last block': (
+        dict(zoo.VIT, out_indices=[0]), {}, NotImplementedError,
+        r'outputs blocks \[0\] of 3 .*Use out_indices=-1'),
+    'BEiT out_indices before the last block': (
+        dict(zoo.BEIT, out_indices=[1]), {}, NotImplementedError,
+        'out_indices=-1'),
+    'Swin without an output stage': (dict(zoo.SWIN, out_indices=()), {},
+                                     ValueError, 'out_indices'),
+    'Swin V2 with an unregistered merge': (_swin_v2_without_merging_rule, {},
+                                           NotImplementedError,
+                                           'PatchMerging'),
+    'a Conv2d': (lambda mp: torch.nn.Conv2d(3, 3, 1), {},
+                 NotImplementedError, 'no family description'),
+    'align_layers out of range': (zoo.VIT, dict(align_layers=[7]),
+                                  ValueError, 'out of range'),
+    "align_layers='first'": (zoo.VIT, dict(align_layers='first'), ValueError,
+                             "'all', 'last'"),
+}
+
+
+@pytest.mark.parametrize('name', list(BAD))
+def test_bad_input_is_a_clear_error(name, monkeypatch):
+    cfg, changes, error, match = BAD[name]
+    model = cfg(monkeypatch) if callable(cfg) else build(cfg)
+    images, pw, targets = random_mix(2, 2, 32, 32)
+    changes = dict(changes)
+    pw = pw * changes.pop('pw') if isinstance(changes.get('pw'), float) \
+        else pw[..., :changes.pop('pw').stop] if 'pw' in changes else pw
+    targets = targets[:, :changes.pop('targets')] if 'targets' in changes \
+        else targets
+    with pytest.raises(error, match=match):
+        align_labels(model, images, pw, targets, **changes)
