@@ -19,7 +19,8 @@ def _samples(dataset):
 
 def test_split_is_disjoint_and_complete():
     from sklearn.datasets import load_digits
-    train, test = Digits(split='train'), Digits(split='test')
+    train, test = (Digits(split=s, serialize_data=False)
+                   for s in ('train', 'test'))
     assert (len(train), len(test)) == (1437, 360)
     assert train.get_data_info(0)['img'].shape == (8, 8, 3)
     digits = load_digits()
@@ -32,7 +33,7 @@ def test_split_is_disjoint_and_complete():
 
 
 def test_scale_at_load_equals_the_resize_transform():
-    native = Digits(split='test')
+    native = Digits(split='test', serialize_data=False)
     scaled = Digits(split='test', scale=16, serialize_data=False)
     resize = Resize(scale=(16, 16), interpolation='bilinear')
     for i in range(0, len(native), 37):
@@ -44,13 +45,12 @@ def test_scale_at_load_equals_the_resize_transform():
             native.get_data_info(i)['gt_label']
 
 
-def test_bad_arguments_are_named():
-    with pytest.raises(ValueError, match='split'):
-        Digits(split='val')
-    with pytest.raises(ValueError, match='scale'):
-        Digits(scale=(16, ))
-    with pytest.raises(ValueError, match='scale'):
-        Digits(scale=0)
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(split='val'), 'split'), (dict(scale=(16, )), 'scale'),
+    (dict(scale=0), 'scale')])
+def test_bad_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Digits(**kwargs)
 
 
 CROP = dict(type='RandomCrop', crop_size=16, padding=1)
