@@ -13,19 +13,16 @@ from tlalign_mm.analysis.session import (
     load_config,
 )
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-VIT_CONFIG = osp.join(ROOT, 'configs', 'demo',
-                      'vit-tiny-p4_1xb64-tlalign_digits.py')
+DEMO = osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))),
+                'configs', 'demo', 'vit-tiny-p4_1xb64-{}_digits.py')
+VIT_CONFIG = DEMO.format('tlalign')
 # No pickling of the dataset (its gc.collect() costs seconds in a big heap).
 NO_SERIALIZE = 'test_dataloader.dataset.serialize_data=False'
 # 8 test images in one batch: every tool runs one small batch.
 FEW = ['--num-images', '8', '--batch-size', '8', '--cfg-options',
        NO_SERIALIZE]
-
-DEMO_CUTMIX = osp.join(ROOT, 'configs', 'demo',
-                       'vit-tiny-p4_1xb64-cutmix_digits.py')
 SWIN = f'''
-_base_ = [{DEMO_CUTMIX!r}]
+_base_ = [{DEMO.format('cutmix')!r}]
 model = dict(
     _delete_=True,
     type='ImageClassifier',
@@ -44,8 +41,8 @@ def sharpen(model, factor=4.0):
         for module in model.modules():
             qkv = getattr(module, 'qkv', None)
             if isinstance(qkv, torch.nn.Linear):
-                dims = qkv.out_features // 3
-                qkv.weight[:2 * dims] *= factor
+                qkv.weight[:2 * qkv.out_features // 3] *= factor
+    return model
 
 
 class Setup:
@@ -53,28 +50,21 @@ class Setup:
     dataloader of batches of 8 test images."""
 
     def __init__(self, config, checkpoint):
-        self.config = config
         self.cfg = load_config(config, {NO_SERIALIZE.split('=')[0]: False})
-        self.model = build_model(self.cfg, None, seed=0)
-        sharpen(self.model)
+        self.model = sharpen(build_model(self.cfg, None, seed=0))
         torch.save({'state_dict': self.model.state_dict()}, checkpoint)
-        self.checkpoint = str(checkpoint)
+        self.paths = (config, str(checkpoint))
         self.loader = build_dataloader(self.cfg, batch_size=8)
-
-    @property
-    def paths(self):
-        return self.config, self.checkpoint
 
 
 @pytest.fixture(scope='session')
 def setups(tmp_path_factory):
-    """``{'vit': Setup, 'swin': Setup}``: the digits demo's ViT and a tiny
-    Swin on the same data."""
+    """``{'vit': Setup, 'swin': Setup}``."""
     root = tmp_path_factory.mktemp('analysis_models')
-    swin_config = root / 'swin-tiny-digits.py'
-    swin_config.write_text(SWIN)
+    (root / 'swin-tiny-digits.py').write_text(SWIN)
     return dict(vit=Setup(VIT_CONFIG, root / 'vit.pth'),
-                swin=Setup(str(swin_config), root / 'swin.pth'))
+                swin=Setup(str(root / 'swin-tiny-digits.py'),
+                           root / 'swin.pth'))
 
 
 @pytest.fixture(scope='session')
