@@ -31,31 +31,29 @@ def rng_state():
             torch.get_rng_state().numpy().tobytes(), random.getstate())
 
 
-def random_batch(batch_size, img_h, img_w, dtype=torch.float32,
-                 num_classes=7):
-    """``(inputs (B, 3, H, W), one-hot scores (B, num_classes))``: uint8
-    pixels or normal floats, from a generator seeded by the shape."""
+def random_batch(batch_size, img_h, img_w, dtype=torch.float32):
+    """``(inputs (B, 3, H, W), one-hot scores (B, 7))``: uint8 pixels or
+    normal floats, from a generator seeded by the shape."""
     g = torch.Generator().manual_seed(batch_size * 1000 + img_h * img_w)
-    if dtype == torch.uint8:
-        inputs = torch.randint(0, 256, (batch_size, 3, img_h, img_w),
-                               generator=g).to(torch.uint8)
-    else:
-        inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
-    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
-    return inputs, F.one_hot(labels, num_classes)
+    shape = (batch_size, 3, img_h, img_w)
+    inputs = torch.randint(0, 256, shape, generator=g).to(dtype) \
+        if dtype == torch.uint8 else torch.randn(shape, generator=g)
+    return inputs, F.one_hot(torch.randint(0, 7, (batch_size, ),
+                                           generator=g), 7)
 
 
 def mix_and_check(aug, inputs, scores, s, ref=None, correct_lam=True,
                   interpolation='bilinear'):
     """Mix ``inputs`` under seed ``s`` with ``aug.mix_with_record`` and
-    check it: ``inputs`` untouched; ``aug(...)`` (the drop-in path) gives
-    the same batch and random state; with ``ref`` (an mmpretrain augment)
-    both are ``ref``'s bit for bit; the record rebuilds the batch
-    (:func:`check_record`). Returns the record."""
+    check: ``inputs`` untouched; ``aug(...)`` (the drop-in path) gives the
+    same batch and random state; with ``ref`` (an mmpretrain augment) both
+    are ``ref``'s bit for bit. The record's pixel weights and sources
+    rebuild the images (bit for bit but MixUp's blend), its area shares the
+    scores and, unless the lambda is uncorrected, the pixel shares.
+    Returns the record."""
     if ref is not None:
         seed(s)  # mmpretrain's augments mix in place: give them a copy
-        ref_inputs, ref_scores = ref(inputs.clone(), scores)
-        ref_state = rng_state()
+        ref_out, ref_state = ref(inputs.clone(), scores), rng_state()
     seed(s)
     before = inputs.clone()
     mixed, mixed_scores, record = aug.mix_with_record(inputs, scores)
@@ -64,66 +62,48 @@ def mix_and_check(aug, inputs, scores, s, ref=None, correct_lam=True,
     assert mixed_scores.dtype == torch.float32
     if ref is not None:
         assert state == ref_state, f'other draws than {type(ref).__name__}'
-        assert mixed.dtype == ref_inputs.dtype
-        assert torch.equal(mixed, ref_inputs)
-        assert torch.equal(mixed_scores, ref_scores)
+        assert mixed.dtype == ref_out[0].dtype
+        assert torch.equal(mixed, ref_out[0])
+        assert torch.equal(mixed_scores, ref_out[1])
     seed(s)
     call_inputs, call_scores = aug(inputs.clone(), scores)
     assert torch.equal(call_inputs, mixed)
-    assert torch.equal(call_scores, mixed_scores)
-    assert rng_state() == state
-    check_record(record, inputs, scores, mixed, mixed_scores,
-                 area_is_pixels=correct_lam, interpolation=interpolation)
-    return record
+    assert torch.equal(call_scores, mixed_scores) and rng_state() == state
 
-
-def check_record(record, inputs, scores, mixed, mixed_scores,
-                 area_is_pixels=True, interpolation='bilinear'):
-    """``record`` describes how ``inputs`` / ``scores`` became ``mixed`` /
-    ``mixed_scores``: its pixel weights and sources rebuild the images (bit
-    for bit but MixUp's blend), its area shares the scores and, unless the
-    lambda is uncorrected, the pixel shares."""
-    batch_size, _, img_h, img_w = inputs.shape
     pw, si, area = record.pixel_weights, record.source_index, record.area_share
-    num_sources = record.num_sources
-    assert pw.shape == (batch_size, num_sources, img_h, img_w)
+    assert pw.shape == (*si.shape, *inputs.shape[-2:])
+    assert si.shape == area.shape == (inputs.size(0), record.num_sources)
     assert pw.dtype == torch.float32
-    assert si.shape == area.shape == (batch_size, num_sources)
-    assert torch.equal(si[:, 0], torch.arange(batch_size))
-    if num_sources == 2:  # the partner is a permutation of the batch
-        assert sorted(si[:, 1].tolist()) == list(range(batch_size))
-    assert bool((pw >= 0).all())
+    assert torch.equal(si[:, 0], torch.arange(inputs.size(0)))
+    if record.num_sources == 2:  # the partner is a permutation of the batch
+        assert sorted(si[:, 1].tolist()) == list(range(inputs.size(0)))
     close(pw.sum(1), torch.ones_like(pw[:, 0]))
-    sources = [inputs[si[:, s]] for s in range(num_sources)]
-    if record.mode == 'mixup':  # one blend weight over the whole image
-        assert bool((pw[:, :1] == area[:, :1, None, None]).all())
-    else:  # every pixel from one source
-        assert bool(((pw == 0) | (pw == 1)).all())
+    sources = [inputs[si[:, s]].float() for s in range(record.num_sources)]
     if record.mode == 'resizemix':
         sources[1] = resized_partner(record, inputs, interpolation)
-    rebuilt = sum(pw[:, s:s + 1] * sources[s].float()
-                  for s in range(num_sources))
-    if record.mode == 'mixup':
+    rebuilt = sum(pw[:, s:s + 1] * v for s, v in enumerate(sources))
+    if record.mode == 'mixup':  # one blend weight over the whole image;
+        assert bool((pw[:, :1] == area[:, :1, None, None]).all())
         # 2 roundings of lam * a + (1 - lam) * b on pixels up to 255
         close(rebuilt, mixed.float(), rtol=1e-5, atol=1e-5)
-    else:
+    else:  # every pixel from one source
+        assert bool(((pw == 0) | (pw == 1)).all())
         assert torch.equal(rebuilt, mixed.float())
-    rebuilt_scores = torch.einsum('bs,bsc->bc', area, scores.float()[si])
-    close(rebuilt_scores, mixed_scores)
-    if area_is_pixels:
+    close(torch.einsum('bs,bsc->bc', area, scores.float()[si]), mixed_scores)
+    if correct_lam:
         close(pw.mean((2, 3)), area)
+    return record
 
 
 def resized_partner(record, inputs, interpolation):
     """ResizeMix's second source, from the record alone: the partner
-    ``inputs[source_index[:, 1]]`` resized into the bounding box of
-    ``pixel_weights[:, 1] > 0``."""
+    resized into the bounding box of ``pixel_weights[:, 1] > 0``."""
     rows, cols = record.pixel_weights[0, 1].nonzero(as_tuple=True)
-    pasted = torch.zeros_like(inputs)
+    pasted = torch.zeros_like(inputs, dtype=torch.float32)
     if rows.numel():
         y1, y2 = int(rows.min()), int(rows.max()) + 1
         x1, x2 = int(cols.min()), int(cols.max()) + 1
-        pasted[:, :, y1:y2, x1:x2] = F.interpolate(
+        pasted[..., y1:y2, x1:x2] = F.interpolate(
             inputs[record.source_index[:, 1]], size=(y2 - y1, x2 - x1),
             mode=interpolation, align_corners=False)
     return pasted
@@ -139,3 +119,4 @@ def replaced_cells(record, patch_size):
     assert torch.equal(cell_min, cell_max), 'a cell mixes two sources'
     assert bool((cell_min == cell_min[:1]).all()), 'one mask per batch'
     return cell_min[0]
+

@@ -20,19 +20,18 @@ from .conftest import mix_and_check, random_batch, seed
 
 # (batch size, H, W): odd batch, batch of one, a size not a multiple of 16.
 SHAPES = [(5, 32, 48), (1, 32, 32), (3, 21, 35)]
-CUTMIX = [dict(alpha=1.0), dict(alpha=0.5, correct_lam=False),
-          dict(alpha=1.0, cutmix_minmax=[0.2, 0.8])]
-RESIZEMIX = [
-    dict(alpha=1.0), dict(alpha=0.4, lam_min=0.3, lam_max=0.6),
-    dict(alpha=2.0, lam_min=0.0, lam_max=0.95, interpolation='bicubic'),
-    dict(alpha=1.0, correct_lam=False),
-    dict(alpha=1.0, cutmix_minmax=[0.3, 0.9], interpolation='bicubic')]
-# (recording config, the mmpretrain augment's config or None)
-CASES = [(dict(type='TLCutMix', **k), dict(type='CutMix', **k))
-         for k in CUTMIX] + [
-    (dict(type='TLMixup', alpha=0.8), dict(type='Mixup', alpha=0.8))] + [
-    (dict(type='TLResizeMix', **k), dict(type='ResizeMix', **k))
-    for k in RESIZEMIX] + [
+SAME = [  # the recording augment's arguments are mmpretrain's
+    ('CutMix', dict(alpha=1.0)), ('CutMix', dict(alpha=0.5,
+                                                 correct_lam=False)),
+    ('CutMix', dict(alpha=1.0, cutmix_minmax=[0.2, 0.8])),
+    ('Mixup', dict(alpha=0.8)), ('ResizeMix', dict(alpha=1.0)),
+    ('ResizeMix', dict(alpha=0.4, lam_min=0.3, lam_max=0.6)),
+    ('ResizeMix', dict(alpha=2.0, lam_min=0.0, lam_max=0.95,
+                       interpolation='bicubic')),
+    ('ResizeMix', dict(alpha=1.0, correct_lam=False)),
+    ('ResizeMix', dict(alpha=1.0, cutmix_minmax=[0.3, 0.9],
+                       interpolation='bicubic'))]
+CASES = [(dict(type='TL' + t, **k), dict(type=t, **k)) for t, k in SAME] + [
     # the per-batch choice, 'no mixing' included, from recording names or
     # mmpretrain's own (built as their recording variants)
     ([dict(type='CutMix', alpha=1.0), dict(type='TLMixup', alpha=0.8)],
@@ -51,42 +50,35 @@ def build(cfg, ref=False):
     if isinstance(cfg, list):
         return (RandomBatchAugment if ref else TLRandomBatchAugment)(
             cfg, probs=[0.4, 0.4])
-    return BATCH_AUGMENTS.build(cfg)
+    return None if cfg is None else BATCH_AUGMENTS.build(cfg)
 
 
 @pytest.mark.parametrize('cfg,ref_cfg', CASES, ids=lambda c: str(c)[:40])
 @pytest.mark.parametrize('shape', SHAPES)
 @pytest.mark.parametrize('dtype', [torch.float32, torch.uint8])
 def test_mixes_as_mmpretrain_and_records_it(cfg, ref_cfg, shape, dtype):
-    aug = build(cfg)
-    ref = None if ref_cfg is None else build(ref_cfg, ref=True)
+    aug, ref = build(cfg), build(ref_cfg, ref=True)
     inputs, scores = random_batch(*shape, dtype=dtype)
     kwargs = cfg if isinstance(cfg, dict) else {}
-    modes = set()
-    for s in range(12 if isinstance(cfg, list) else 6):
-        record = mix_and_check(
-            aug, inputs, scores, s, ref,
-            correct_lam=kwargs.get('correct_lam', True),
-            interpolation=kwargs.get('interpolation', 'bilinear'))
-        modes.add(record.mode)
+    modes = {mix_and_check(aug, inputs, scores, s, ref,
+                           kwargs.get('correct_lam', True),
+                           kwargs.get('interpolation', 'bilinear')).mode
+             for s in range(12 if isinstance(cfg, list) else 6)}
     # One naming rule for MixRecord.mode: the class name without TL, lower.
-    names = [a.__class__.__name__ if a else 'TLnone'
-             for a in getattr(aug, 'augments', [aug])]
-    assert modes == {n[2:].lower() for n in names}
+    assert modes == {type(a).__name__[2:].lower() if a else 'none'
+                     for a in getattr(aug, 'augments', [aug])}
 
 
-def test_every_recording_augment_is_registered():
+def test_every_recording_augment_is_registered_and_tested():
     recording = [cls for name, cls in vars(mixing).items()
                  if hasattr(cls, 'mix_with_record') and 'Base' not in name
                  and cls is not TLRandomBatchAugment]
     tested = {c['type'] for c, _ in CASES if isinstance(c, dict)}
-    assert len(recording) == len(tested) == 6
+    assert {cls.__name__ for cls in recording} == tested
+    assert all(BATCH_AUGMENTS.get(cls.__name__) is cls for cls in recording)
     # Our subclasses leave mmpretrain's classes as they are.
     assert not any(hasattr(c, 'mix_with_record')
                    for c in (CutMix, Mixup, ResizeMix))
-    for cls in recording:
-        assert BATCH_AUGMENTS.get(cls.__name__) is cls
-        assert cls.__name__ in tested
 
 
 def test_random_batch_augment_takes_instances_and_keeps_the_list():
@@ -95,10 +87,9 @@ def test_random_batch_augment_takes_instances_and_keeps_the_list():
                                 dict(type='Mixup', alpha=0.8)], probs)
     assert [type(a) for a in aug.augments] == [TLCutMix, TLMixup, type(None)]
     assert probs == [0.4, 0.4], 'the config list was modified'
-    inputs, scores = random_batch(4, 16, 16)
     aug = TLRandomBatchAugment(TLCutMix(alpha=1.0))  # no probs: always
     seed(0)
-    assert aug.mix_with_record(inputs, scores)[2].mode == 'cutmix'
+    assert aug.mix_with_record(*random_batch(4, 16, 16))[2].mode == 'cutmix'
 
 
 class OwnMix(CutMix):
@@ -113,11 +104,10 @@ def test_an_augment_with_no_recording_variant_is_refused(plain):
         TLRandomBatchAugment([dict(type='Mixup', alpha=0.8), plain],
                              probs=[0.5, 0.5])
     name = 'OwnMix' if isinstance(plain, dict) else type(plain).__name__
-    message = str(err.value)
-    assert f'`{name}` has no recording variant' in message
-    assert "mmpretrain's Mixup, CutMix and ResizeMix" in message
-    assert 'TLTokenCutMix, TLPatchMix and TLBlockMix' in message
-    assert ('as a config' in message) == (not isinstance(plain, dict))
+    assert f'`{name}` has no recording variant' in str(err.value)
+    assert "mmpretrain's Mixup, CutMix and ResizeMix" in str(err.value)
+    assert 'TLTokenCutMix, TLPatchMix and TLBlockMix' in str(err.value)
+    assert ('as a config' in str(err.value)) != isinstance(plain, dict)
 
 
 def test_resizemix_empty_box_is_a_clear_error():

@@ -45,7 +45,7 @@ def test_token_box_from_the_real_draws(img, patch):
     cells (40x56, patch 16) is clipped to the image and lam counts
     pixels."""
     (img_h, img_w), rows, cols = img, -(-img[0] // patch), -(-img[1] // patch)
-    inputs, scores = random_batch(3, img_h, img_w)
+    inputs, scores = random_batch(3, *img)
     aug = TLTokenCutMix(alpha=1.0, patch_size=patch, box_units='tokens')
     clipped = 0
     for s in range(40):
@@ -80,10 +80,9 @@ def test_pixel_units_snap_cutmix_box(shape):
         seed(s)
         lam = np.random.beta(1.0, 1.0)
         index = torch.randperm(batch_size)
-        (y1, y2, x1, x2), _ = CutMix(1.0).cutmix_bbox_and_lam((img_h, img_w),
-                                                              lam)
-        ys = np.unique(np.r_[np.arange(0, img_h, 16), img_h])
-        xs = np.unique(np.r_[np.arange(0, img_w, 16), img_w])
+        (y1, y2, x1, x2), _ = CutMix(1.0).cutmix_bbox_and_lam(shape[1:], lam)
+        ys, xs = (np.unique(np.r_[np.arange(0, n, 16), n])
+                  for n in (img_h, img_w))
         y1, y2, x1, x2 = (int(b[np.argmin(np.abs(b - v))]) for v, b in
                           ((y1, ys), (y2, ys), (x1, xs), (x2, xs)))
         expected = torch.zeros(img_h, img_w)
@@ -105,9 +104,8 @@ def test_patch_size_comes_from_the_model(patch_size):
     """Issue 17: 16-pixel cells on a patch-4 model at 16x16 pixels swap the
     whole image or nothing (lam in {0, 1}): a patch size that differs from
     the model's fails the build."""
-    aug = dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens')
-    if patch_size is not None:
-        aug['patch_size'] = patch_size
+    aug = dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens',
+               **({} if patch_size is None else dict(patch_size=patch_size)))
     cfg = dict(type='TLAlignClassifier', backbone=VIT4,
                head=dict(type='VisionTransformerClsHead', num_classes=5,
                          in_channels=16),
@@ -122,16 +120,3 @@ def test_patch_size_comes_from_the_model(patch_size):
     assert model.data_preprocessor.batch_augments.augments[0].patch_size == 4
     with pytest.raises(ValueError, match='takes the patch size of the model'):
         TLTokenCutMix(alpha=1.0).mix_with_record(*random_batch(2, 32, 32))
-
-
-@pytest.mark.parametrize('backbone,size', [
-    (dict(type='SwinTransformer', arch=dict(embed_dims=16, depths=[1, 1],
-                                            num_heads=[1, 2]),
-          img_size=32, patch_size=2, window_size=4, out_indices=(1, )),
-     (2, 2)),
-    (dict(type='SLViT', arch=ARCH, img_size=32, patch_size=8), (8, 8)),
-])
-def test_the_description_knows_the_patch_size(backbone, size):
-    import tlalign_mm  # noqa: F401  (registers SLViT)
-    from tlalign_mm.models.families import describe, patch_size
-    assert patch_size(describe(MODELS.build(backbone)).embed) == size
