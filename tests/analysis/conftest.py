@@ -1,7 +1,9 @@
 """Shared fixtures of the analysis-tool tests: the digits demo's tiny ViT
 (with sharpened attention, so alignment moves labels), a tiny Swin on the
 same data, and an in-process runner for the scripts in tools/analysis/."""
+import functools
 import os.path as osp
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -40,41 +42,36 @@ def sharpen(model, factor=4.0):
     with torch.no_grad():
         for module in model.modules():
             qkv = getattr(module, 'qkv', None)
-            if isinstance(qkv, torch.nn.Linear):
+            if isinstance(qkv, torch.nn.Linear):  # queries and keys
                 qkv.weight[:2 * qkv.out_features // 3] *= factor
     return model
 
 
-class Setup:
+def setup(config, checkpoint):
     """A config, its model (sharpened, eval) saved as a checkpoint, and a
     dataloader of batches of 8 test images."""
-
-    def __init__(self, config, checkpoint):
-        self.cfg = load_config(config, {NO_SERIALIZE.split('=')[0]: False})
-        self.model = sharpen(build_model(self.cfg, None, seed=0))
-        torch.save({'state_dict': self.model.state_dict()}, checkpoint)
-        self.paths = (config, str(checkpoint))
-        self.loader = build_dataloader(self.cfg, batch_size=8)
+    cfg = load_config(config, {NO_SERIALIZE.split('=')[0]: False})
+    model = sharpen(build_model(cfg, None, seed=0))
+    torch.save({'state_dict': model.state_dict()}, checkpoint)
+    return SimpleNamespace(cfg=cfg, model=model, paths=(config, checkpoint),
+                           loader=build_dataloader(cfg, batch_size=8))
 
 
 @pytest.fixture(scope='session')
 def setups(tmp_path_factory):
-    """``{'vit': Setup, 'swin': Setup}``."""
+    """``{'vit': ..., 'swin': ...}``: the demo's ViT, a tiny Swin."""
     root = tmp_path_factory.mktemp('analysis_models')
-    (root / 'swin-tiny-digits.py').write_text(SWIN)
-    return dict(vit=Setup(VIT_CONFIG, root / 'vit.pth'),
-                swin=Setup(str(root / 'swin-tiny-digits.py'),
-                           root / 'swin.pth'))
+    (root / 'swin.py').write_text(SWIN)
+    return dict(vit=setup(VIT_CONFIG, str(root / 'vit.pth')),
+                swin=setup(str(root / 'swin.py'), str(root / 'swin.pth')))
+
+
+@functools.cache
+def _tool(name):
+    return load_tool(f'analysis/{name}.py')
 
 
 @pytest.fixture(scope='session')
 def run_tool():
     """``run_tool(name, argv)``: ``tools/analysis/<name>.py``'s ``main``."""
-    cache = {}
-
-    def run(name, argv):
-        if name not in cache:
-            cache[name] = load_tool(f'analysis/{name}.py')
-        return cache[name].main([str(a) for a in argv])
-
-    return run
+    return lambda name, argv: _tool(name).main([str(a) for a in argv])
