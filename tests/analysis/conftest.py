@@ -1,7 +1,9 @@
 """Shared fixtures of the analysis-tool tests: the digits demo's tiny ViT
 (with sharpened attention, so alignment moves labels), a tiny Swin on the
 same data, and an in-process runner for the scripts in tools/analysis/."""
+import functools
 import os.path as osp
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,19 +15,16 @@ from tlalign_mm.analysis.session import (
     load_config,
 )
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-VIT_CONFIG = osp.join(ROOT, 'configs', 'demo',
-                      'vit-tiny-p4_1xb64-tlalign_digits.py')
+DEMO = osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))),
+                'configs', 'demo', 'vit-tiny-p4_1xb64-{}_digits.py')
+VIT_CONFIG = DEMO.format('tlalign')
 # No pickling of the dataset (its gc.collect() costs seconds in a big heap).
 NO_SERIALIZE = 'test_dataloader.dataset.serialize_data=False'
 # 8 test images in one batch: every tool runs one small batch.
 FEW = ['--num-images', '8', '--batch-size', '8', '--cfg-options',
        NO_SERIALIZE]
-
-DEMO_CUTMIX = osp.join(ROOT, 'configs', 'demo',
-                       'vit-tiny-p4_1xb64-cutmix_digits.py')
 SWIN = f'''
-_base_ = [{DEMO_CUTMIX!r}]
+_base_ = [{DEMO.format('cutmix')!r}]
 model = dict(
     _delete_=True,
     type='ImageClassifier',
@@ -43,48 +42,36 @@ def sharpen(model, factor=4.0):
     with torch.no_grad():
         for module in model.modules():
             qkv = getattr(module, 'qkv', None)
-            if isinstance(qkv, torch.nn.Linear):
-                dims = qkv.out_features // 3
-                qkv.weight[:2 * dims] *= factor
+            if isinstance(qkv, torch.nn.Linear):  # queries and keys
+                qkv.weight[:2 * qkv.out_features // 3] *= factor
+    return model
 
 
-class Setup:
+def setup(config, checkpoint):
     """A config, its model (sharpened, eval) saved as a checkpoint, and a
     dataloader of batches of 8 test images."""
-
-    def __init__(self, config, checkpoint):
-        self.config = config
-        self.cfg = load_config(config, {NO_SERIALIZE.split('=')[0]: False})
-        self.model = build_model(self.cfg, None, seed=0)
-        sharpen(self.model)
-        torch.save({'state_dict': self.model.state_dict()}, checkpoint)
-        self.checkpoint = str(checkpoint)
-        self.loader = build_dataloader(self.cfg, batch_size=8)
-
-    @property
-    def paths(self):
-        return self.config, self.checkpoint
+    cfg = load_config(config, {NO_SERIALIZE.split('=')[0]: False})
+    model = sharpen(build_model(cfg, None, seed=0))
+    torch.save({'state_dict': model.state_dict()}, checkpoint)
+    return SimpleNamespace(cfg=cfg, model=model, paths=(config, checkpoint),
+                           loader=build_dataloader(cfg, batch_size=8))
 
 
 @pytest.fixture(scope='session')
 def setups(tmp_path_factory):
-    """``{'vit': Setup, 'swin': Setup}``: the digits demo's ViT and a tiny
-    Swin on the same data."""
+    """``{'vit': ..., 'swin': ...}``: the demo's ViT, a tiny Swin."""
     root = tmp_path_factory.mktemp('analysis_models')
-    swin_config = root / 'swin-tiny-digits.py'
-    swin_config.write_text(SWIN)
-    return dict(vit=Setup(VIT_CONFIG, root / 'vit.pth'),
-                swin=Setup(str(swin_config), root / 'swin.pth'))
+    (root / 'swin.py').write_text(SWIN)
+    return dict(vit=setup(VIT_CONFIG, str(root / 'vit.pth')),
+                swin=setup(str(root / 'swin.py'), str(root / 'swin.pth')))
+
+
+@functools.cache
+def _tool(name):
+    return load_tool(f'analysis/{name}.py')
 
 
 @pytest.fixture(scope='session')
 def run_tool():
     """``run_tool(name, argv)``: ``tools/analysis/<name>.py``'s ``main``."""
-    cache = {}
-
-    def run(name, argv):
-        if name not in cache:
-            cache[name] = load_tool(f'analysis/{name}.py')
-        return cache[name].main([str(a) for a in argv])
-
-    return run
+    return lambda name, argv: _tool(name).main([str(a) for a in argv])

@@ -1,4 +1,5 @@
-"""LocalCIFAR10/100: labels that are not class indices fail the build."""
+"""LocalCIFAR10/100 read the real "python version" files: labels that are
+not class indices fail the build, a crafted file is refused naming it."""
 import os.path as osp
 import pickle
 import tracemalloc
@@ -9,33 +10,30 @@ from tlalign_mm.datasets import LocalCIFAR10, LocalCIFAR100
 from tlalign_mm.datasets.synthetic import write_cifar
 
 
-@pytest.mark.parametrize('cls, kind, name, key', [
-    (LocalCIFAR10, 'cifar10', 'cifar-10-batches-py/test_batch', 'labels'),
-    (LocalCIFAR100, 'cifar100', 'cifar-100-python/test', 'fine_labels'),
+@pytest.mark.parametrize('cls, kind, name, key, labels', [
+    (LocalCIFAR10, 'cifar10', 'cifar-10-batches-py/test_batch', 'labels',
+     [10, -1, 3.7, True]),
+    (LocalCIFAR100, 'cifar100', 'cifar-100-python/test', 'fine_labels',
+     [100]),
 ])
-@pytest.mark.parametrize('label', [99, 100, -1, 3.7, True])
 def test_labels_out_of_range_or_not_integers_fail_the_build(
-        tmp_path, cls, kind, name, key, label):
+        tmp_path, cls, kind, name, key, labels):
     """Hole 9: 99 and -1 passed the build, 3.7 became 3."""
-    root = write_cifar(str(tmp_path), kind)
-    path = osp.join(root, name)
+    path = osp.join(write_cifar(str(tmp_path), kind), name)
     with open(path, 'rb') as f:
         entry = pickle.load(f)
-    num_classes = 10 if kind == 'cifar10' else 100
-    if isinstance(label, int) and not isinstance(label, bool) and \
-            0 <= label < num_classes:
-        return  # 99 is a CIFAR-100 class
-    entry[key][0] = label
-    with open(path, 'wb') as f:
-        pickle.dump(entry, f, protocol=2)
-    with pytest.raises(ValueError, match=r'are not class indices \(integers '
-                       rf'in \[0, {num_classes}\)\)'):
-        cls(data_root=root, split='test', verify_md5=False)
-    entry[key][0] = 1
-    with open(path, 'wb') as f:
-        pickle.dump(entry, f, protocol=2)
-    dataset = cls(data_root=root, split='test', verify_md5=False)
-    assert dataset.get_gt_labels()[0] == 1
+    for label in labels + ['ok']:
+        entry[key][0] = 1 if label == 'ok' else label
+        with open(path, 'wb') as f:
+            pickle.dump(entry, f, protocol=2)
+        if label == 'ok':  # a class index: read as it is
+            dataset = cls(data_root=str(tmp_path), split='test',
+                          verify_md5=False, serialize_data=False)
+            assert dataset.get_gt_labels()[0] == 1
+        else:
+            with pytest.raises(ValueError, match=r'are not class indices '
+                               rf'\(integers in \[0, {labels[0]}\)\)'):
+                cls(data_root=str(tmp_path), split='test', verify_md5=False)
 
 
 @pytest.mark.parametrize('data', [

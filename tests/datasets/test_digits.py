@@ -10,56 +10,47 @@ from mmcv.transforms import Resize
 from tlalign_mm.datasets import Digits
 
 
-def _samples(dataset):
-    """Each sample as (image bytes, label)."""
-    infos = (dataset.get_data_info(i) for i in range(len(dataset)))
-    return Counter((info['img'][..., 0].tobytes(), int(info['gt_label']))
-                   for info in infos)
-
-
 def test_split_is_disjoint_and_complete():
     from sklearn.datasets import load_digits
-    train, test = Digits(split='train'), Digits(split='test')
-    assert (len(train), len(test)) == (1437, 360)
-    assert train.get_data_info(0)['img'].shape == (8, 8, 3)
     digits = load_digits()
     images = np.round(digits.images * (255 / 16)).astype(np.uint8)
     everything = Counter((img.tobytes(), int(y))
                          for img, y in zip(images, digits.target))
+    splits = [Counter((d.get_data_info(i)['img'][..., 0].tobytes(),
+                       int(d.get_data_info(i)['gt_label']))
+                      for i in range(len(d))) for d in (
+        Digits(split=s, serialize_data=False) for s in ('train', 'test'))]
+    assert [sum(s.values()) for s in splits] == [1437, 360]
     # as multisets: every sample in exactly one split (a sample in both, or
     # in neither, changes the sum)
-    assert _samples(train) + _samples(test) == everything
+    assert splits[0] + splits[1] == everything
 
 
 def test_scale_at_load_equals_the_resize_transform():
-    native = Digits(split='test')
+    native = Digits(split='test', serialize_data=False)
     scaled = Digits(split='test', scale=16, serialize_data=False)
     resize = Resize(scale=(16, 16), interpolation='bilinear')
     for i in range(0, len(native), 37):
-        expected = resize(dict(img=native.get_data_info(i)['img']))['img']
-        got = scaled.get_data_info(i)['img']
-        assert got.shape == (16, 16, 3) and got.dtype == np.uint8
-        assert np.array_equal(got, expected)
-        assert scaled.get_data_info(i)['gt_label'] == \
-            native.get_data_info(i)['gt_label']
+        got, want = scaled.get_data_info(i), native.get_data_info(i)
+        assert got['img'].shape == (16, 16, 3) and got['img'].dtype == np.uint8
+        assert np.array_equal(got['img'], resize(dict(img=want['img']))['img'])
+        assert got['gt_label'] == want['gt_label']
 
 
-def test_bad_arguments_are_named():
-    with pytest.raises(ValueError, match='split'):
-        Digits(split='val')
-    with pytest.raises(ValueError, match='scale'):
-        Digits(scale=(16, ))
-    with pytest.raises(ValueError, match='scale'):
-        Digits(scale=0)
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(split='val'), 'split'), (dict(scale=(16, )), 'scale'),
+    (dict(scale=0), 'scale')])
+def test_bad_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Digits(**kwargs)
 
 
-CROP = dict(type='RandomCrop', crop_size=16, padding=1)
-PACK = dict(type='PackInputs')
+CROP, PACK = dict(type='RandomCrop', crop_size=16, padding=1), dict(
+    type='PackInputs')
 
 
 @pytest.mark.parametrize('pipeline', [
-    [CROP, PACK],  # the demo's training pipeline: batched
-    [PACK],  # its test pipeline: batched
+    [CROP, PACK], [PACK],  # the demo's training and test pipelines: batched
     [dict(CROP, crop_size=(14, 15), padding=None), PACK],  # batched
     # not batched: a transform, an option the batch path does not follow
     [CROP, dict(type='RandomFlip', prob=0.5), PACK],

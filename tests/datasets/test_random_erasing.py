@@ -62,7 +62,7 @@ def test_equals_the_original_on_fixed_seeds(prob, size):
                                      mean=MEAN)
     rng = np.random.RandomState(0)
     erased = 0
-    for seed in range(200):
+    for seed in range(100):
         img = rng.randint(0, 256, size + (3, )).astype(np.uint8)
         # the original: ToTensor, Normalize, RandomErasing
         tensor = (torch.from_numpy(img).permute(2, 0, 1).float() / 255 -
@@ -75,17 +75,17 @@ def test_equals_the_original_on_fixed_seeds(prob, size):
         out = ours(dict(img=img.copy()))['img']
         assert out.dtype == np.float32
         got = torch.from_numpy((out - PIX_MEAN) / PIX_STD).permute(2, 0, 1)
-        assert torch.allclose(got.float(), want, atol=1e-5)
+        # float64 vs float32 arithmetic on normalised values of order 2:
+        # 1e-5 is about 40 ulp there, the erased fill's round trip included
+        assert torch.allclose(got.float(), want, rtol=0, atol=1e-5)
         erased += int(not torch.equal(want, tensor))
-    if prob == 1.0:
-        assert erased == 200
-    else:
-        assert 25 < erased < 80  # about a quarter of 200
+    # all, or about a quarter (binomial sd 4.3) of 100
+    assert erased == 100 if prob == 1.0 else 10 < erased < 40
 
 
-def test_bad_arguments_are_named():
-    with pytest.raises(ValueError, match='min_aspect'):
-        TRANSFORMS.build(dict(type='ZhongRandomErasing', fill=[0, 0, 0],
-                              min_aspect=3.))
-    with pytest.raises(ValueError, match='fill'):
-        TRANSFORMS.build(dict(type='ZhongRandomErasing', fill=[0]))
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(fill=[0, 0, 0], min_aspect=3.), 'min_aspect'),
+    (dict(fill=[0]), 'fill')])
+def test_bad_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TRANSFORMS.build(dict(type='ZhongRandomErasing', **kwargs))

@@ -17,8 +17,8 @@ def _write(root):
 
 def test_labels_agree_between_the_splits(tmp_path):
     _write(tmp_path)
-    train = TinyImageNet(data_root=str(tmp_path), split='train')
-    val = TinyImageNet(data_root=str(tmp_path), split='val')
+    train, val = (TinyImageNet(data_root=str(tmp_path), split=s,
+                               serialize_data=False) for s in ('train', 'val'))
     assert train.CLASSES == val.CLASSES == tuple(CLASSES)
     assert sorted(val.get_gt_labels()) == [0, 1, 2, 3]
 

@@ -1,212 +1,99 @@
-"""TLTokenCutMix's official token-unit box (TL-Align's ``rand_token_bbox``),
-its patch size taken from the model, and its parameter checks."""
+"""TLTokenCutMix: the official token-unit box (TL-Align's ``rand_token_bbox``),
+mmpretrain's CutMix box snapped to the patch grid, and the patch size taken
+from the model."""
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
+from mmpretrain.models.utils.batch_augments import CutMix
 from mmpretrain.registry import MODELS
 
 from tlalign_mm.mixing import TLTokenCutMix
-from tlalign_mm.mixing.token_cutmix import token_box
+
+from .conftest import random_batch, replaced_cells, seed
 
 
-def _batch(batch_size=4, img_h=224, img_w=224, num_classes=6):
-    g = torch.Generator().manual_seed(3)
-    inputs = torch.randn(batch_size, 3, img_h, img_w, generator=g)
-    labels = torch.randint(0, num_classes, (batch_size, ), generator=g)
-    return inputs, F.one_hot(labels, num_classes)
-
-
-def _draws(monkeypatch, lam, centre):
-    """Make the next beta draw ``lam`` and the two randint draws the
-    centre ``(cy, cx)``, recording the randint bounds."""
-    calls = []
-    centre = list(centre)
-
-    def randint(low, high=None, size=None):
-        calls.append((low, high))
-        return centre.pop(0)
-
-    monkeypatch.setattr(np.random, 'beta', lambda a, b: lam)
-    monkeypatch.setattr(np.random, 'randint', randint)
-    return calls
-
-
-# Hand-computed cases of the official rule on the 14x14 grid of a 224x224
-# image with 16-pixel patches: side int(14 * sqrt(1 - lam)), corners
-# centre -/+ side // 2 clipped to [0, 14].
-HAND = [
-    # lam 0.75: side int(14 * 0.5) = 7, half 3; rows 3-3..3+3 = [0, 6),
-    # cols 12-3..12+3 = [9, 15) -> [9, 14): 6 x 5 = 30 tokens.
-    (0.75, (3, 12), (0, 6, 9, 14), 1 - 30 / 196),
-    # lam 0.5: side int(9.899) = 9, half 4 (the box is 8, not 9, tokens):
-    # [3, 11) x [3, 11) = 64 tokens.
-    (0.5, (7, 7), (3, 11, 3, 11), 1 - 64 / 196),
-    # lam 0.99: side int(1.4) = 1, half 0: an empty box, nothing mixed.
-    (0.99, (5, 9), (5, 5, 9, 9), 1.0),
-    # lam 0.1: side int(13.28) = 13, half 6; rows [0, 6), cols [7, 14).
-    (0.1, (0, 13), (0, 6, 7, 14), 1 - 42 / 196),
-]
-
-
-@pytest.mark.parametrize('lam,centre,box,kept', HAND)
-def test_token_box_is_the_official_rule_by_hand(monkeypatch, lam, centre,
-                                                box, kept):
-    calls = _draws(monkeypatch, lam, centre)
-    assert token_box((14, 14), lam) == box
-    assert calls == [(0, 14), (0, 14)]  # randint(0, rows), randint(0, cols)
-
-    calls = _draws(monkeypatch, lam, centre)
-    inputs, scores = _batch()
-    torch.manual_seed(0)
-    index = torch.randperm(4)
-    torch.manual_seed(0)
-    aug = TLTokenCutMix(alpha=1.0, patch_size=16, box_units='tokens')
-    mixed, mixed_scores, record = aug.mix_with_record(inputs, scores)
-    y1, y2, x1, x2 = (16 * v for v in box)
-    expected = torch.zeros(224, 224)
-    expected[y1:y2, x1:x2] = 1
-    assert torch.equal(record.pixel_weights[0, 1], expected)
-    assert torch.equal(record.source_index[:, 1], index)
-    # area_share holds kept (a Python float) as float32: within half an ulp
-    # (3e-8 in [0.5, 1)); 1e-7 is 1.7 ulp there
-    assert record.area_share[0, 0].item() == pytest.approx(kept, abs=1e-7)
-    torch.testing.assert_close(
-        mixed_scores, kept * scores.float() + (1 - kept) * scores[index])
-    want = inputs.clone()
-    want[:, :, y1:y2, x1:x2] = inputs[index][:, :, y1:y2, x1:x2]
-    assert torch.equal(mixed, want)
-    if box[0] == box[1]:  # the empty box mixes nothing
-        assert torch.equal(mixed, inputs)
-        assert torch.equal(mixed_scores, scores.float())
-
-
-def test_token_box_for_seeds_matches_the_official_formula(seed):
-    """Real draws: numpy's beta, torch's permutation, then numpy's two
-    randint calls, with the formula written out here."""
-    inputs, scores = _batch(batch_size=3, img_h=224, img_w=224)
-    aug = TLTokenCutMix(alpha=1.0, patch_size=16, box_units='tokens')
-    seen_empty = seen_clipped = 0
-    for s in range(200):
+@pytest.mark.parametrize('img,patch', [((28, 28), 2), ((40, 56), 16)])
+def test_token_box_from_the_real_draws(img, patch):
+    """numpy's beta, torch's permutation, then numpy's two randint calls,
+    with the official formula written out here: side int(rows * sqrt(1 -
+    lam)), corners centre -/+ side // 2 clipped to the grid (so lam 0.5 on
+    14 rows is a box of 8, not 9; a side under 2 an empty box). A partial
+    last row / column of cells (40x56, patch 16) is clipped to the image
+    (the area share counting pixels: RA's token-units case)."""
+    (img_h, img_w), rows, cols = img, -(-img[0] // patch), -(-img[1] // patch)
+    inputs, scores = random_batch(3, *img)
+    aug = TLTokenCutMix(alpha=1.0, patch_size=patch, box_units='tokens')
+    clipped = empty = 0
+    for s in range(60):
         seed(s)
         lam = np.random.beta(1.0, 1.0)
         index = torch.randperm(3)
-        cut = int(14 * np.sqrt(1 - lam))
-        cy, cx = np.random.randint(0, 14), np.random.randint(0, 14)
-        y1, y2 = max(cy - cut // 2, 0), min(cy + cut // 2, 14)
-        x1, x2 = max(cx - cut // 2, 0), min(cx + cut // 2, 14)
-        kept = 1 - (y2 - y1) * (x2 - x1) / 196
+        ratio = np.sqrt(1 - lam)
+        cut_h, cut_w = int(rows * ratio), int(cols * ratio)
+        cy, cx = np.random.randint(0, rows), np.random.randint(0, cols)
+        y1, y2 = max(cy - cut_h // 2, 0), min(cy + cut_h // 2, rows)
+        x1, x2 = max(cx - cut_w // 2, 0), min(cx + cut_w // 2, cols)
+        mask = torch.zeros(img_h, img_w)
+        mask[y1 * patch:y2 * patch, x1 * patch:x2 * patch] = 1
         seed(s)
         _, _, record = aug.mix_with_record(inputs, scores)
-        mask = torch.zeros(14, 14)
-        mask[y1:y2, x1:x2] = 1
-        pooled = F.avg_pool2d(record.pixel_weights[0, 1][None], 16)[0]
-        assert torch.equal(pooled, mask), s
+        assert torch.equal(record.pixel_weights[:, 1], mask.expand(3, -1, -1))
         assert torch.equal(record.source_index[:, 1], index)
-        assert record.area_share[0, 0].item() == pytest.approx(kept)
-        seen_empty += (y1 == y2 or x1 == x2)
-        seen_clipped += (cy - cut // 2 < 0 or cy + cut // 2 > 14)
-    assert seen_empty and seen_clipped, 'the seeds miss a case'
+        clipped += cy - cut_h // 2 < 0 or cy + cut_h // 2 > rows
+        empty += y1 == y2 or x1 == x2
+    assert clipped and empty, 'the seeds miss a case: the test checks less'
 
 
-def test_partial_cells_count_pixels():
-    """40x56 pixels, patch 16: a 3x4 grid whose last row and column are
-    partial; the box is clipped to the image and lam counts pixels."""
-    rng = np.random.RandomState(0)
-    aug = TLTokenCutMix(alpha=1.0, patch_size=16, box_units='tokens')
-    inputs, scores = _batch(2, 40, 56)
-    for _ in range(30):
-        np.random.seed(rng.randint(1 << 30))
+@pytest.mark.parametrize('shape', [(4, 64, 64), (3, 40, 56), (2, 21, 35)])
+def test_pixel_units_snap_cutmix_box(shape):
+    """The default box: mmpretrain's CutMix draws, then each edge at the
+    nearest cell boundary (ties to the lower; the image border closes a
+    partial cell): whole patches only."""
+    batch_size, img_h, img_w = shape
+    inputs, scores = random_batch(*shape)
+    aug = TLTokenCutMix(alpha=1.0, patch_size=16)
+    boxes = 0
+    for s in range(12):
+        seed(s)
+        lam = np.random.beta(1.0, 1.0)
+        index = torch.randperm(batch_size)
+        (y1, y2, x1, x2), _ = CutMix(1.0).cutmix_bbox_and_lam(shape[1:], lam)
+        ys, xs = (np.unique(np.r_[np.arange(0, n, 16), n])
+                  for n in (img_h, img_w))
+        y1, y2, x1, x2 = (int(b[np.argmin(np.abs(b - v))]) for v, b in
+                          ((y1, ys), (y2, ys), (x1, xs), (x2, xs)))
+        expected = torch.zeros(img_h, img_w)
+        expected[y1:y2, x1:x2] = 1
+        seed(s)
         _, _, record = aug.mix_with_record(inputs, scores)
-        weights = record.pixel_weights[0, 1]
-        area = weights.sum().item()
-        assert record.area_share[0, 1].item() == pytest.approx(
-            area / (40 * 56))
-        rows = weights.any(1).nonzero().flatten().tolist()
-        cols = weights.any(0).nonzero().flatten().tolist()
-        if rows:
-            assert rows[0] % 16 == 0 and (rows[-1] + 1) in (16, 32, 40)
-            assert cols[0] % 16 == 0 and (cols[-1] + 1) in (16, 32, 48, 56)
+        assert torch.equal(record.source_index[:, 1], index)
+        assert torch.equal(record.pixel_weights[0, 1], expected)
+        boxes += bool(replaced_cells(record, 16).any())
+    assert boxes > 0, 'no seed produced a box: the test checks nothing'
 
 
-# ------------------------------------------------ the grid is the model's ---
-ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
-
-
-def _classifier(backbone, patch_size=None, img=32):
-    aug = dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens')
-    if patch_size is not None:
-        aug['patch_size'] = patch_size
-    return dict(
-        type='TLAlignClassifier',
-        backbone=backbone,
-        head=dict(type='VisionTransformerClsHead', num_classes=5,
-                  in_channels=48),
-        data_preprocessor=dict(num_classes=5, mean=[127.5] * 3,
-                               std=[127.5] * 3),
-        train_cfg=dict(augments=[aug]))
-
-
+ARCH = dict(embed_dims=16, num_layers=1, num_heads=2, feedforward_channels=16)
 VIT4 = dict(type='VisionTransformer', arch=ARCH, img_size=16, patch_size=4)
 
 
-def _token_cutmix(model):
-    return model.data_preprocessor.batch_augments.augments[0]
-
-
-def test_patch_size_comes_from_the_model():
-    model = MODELS.build(_classifier(VIT4))
-    assert _token_cutmix(model).patch_size == 4
-    model = MODELS.build(_classifier(VIT4, patch_size=4))
-    assert _token_cutmix(model).patch_size == 4
-
-
-def test_a_patch_size_that_differs_from_the_models_fails():
+@pytest.mark.parametrize('patch_size', [None, 4, 16])
+def test_patch_size_comes_from_the_model(patch_size):
     """Issue 17: 16-pixel cells on a patch-4 model at 16x16 pixels swap the
-    whole image or nothing (lam in {0, 1})."""
-    with pytest.raises(ValueError, match=r'patch_size=16.*4x4 patches of '
-                       r'VisionTransformer'):
-        MODELS.build(_classifier(VIT4, patch_size=16))
-
-
-@pytest.mark.parametrize('backbone,size', [
-    (VIT4, (4, 4)),
-    (dict(type='SwinTransformer', arch=dict(embed_dims=24, depths=[1, 1],
-                                            num_heads=[1, 2]),
-          img_size=32, patch_size=2, window_size=4, out_indices=(1, )),
-     (2, 2)),
-    (dict(type='SLViT', arch=ARCH, img_size=32, patch_size=8), (8, 8)),
-])
-def test_the_description_knows_the_patch_size(backbone, size):
-    import tlalign_mm  # noqa: F401  (registers SLViT)
-    from tlalign_mm.models.families import describe, patch_size
-    model = MODELS.build(backbone)
-    assert patch_size(describe(model).embed) == size
-
-
-def test_unbound_patch_size_fails_clearly():
-    aug = TLTokenCutMix(alpha=1.0)
+    whole image or nothing (lam in {0, 1}): a patch size that differs from
+    the model's fails the build."""
+    aug = dict(type='TLTokenCutMix', alpha=1.0, box_units='tokens',
+               **({} if patch_size is None else dict(patch_size=patch_size)))
+    cfg = dict(type='TLAlignClassifier', backbone=VIT4,
+               head=dict(type='VisionTransformerClsHead', num_classes=5,
+                         in_channels=16),
+               data_preprocessor=dict(num_classes=5),
+               train_cfg=dict(augments=[aug]))
+    if patch_size == 16:
+        with pytest.raises(ValueError, match=r'patch_size=16.*4x4 patches '
+                           'of VisionTransformer'):
+            MODELS.build(cfg)
+        return
+    model = MODELS.build(cfg)
+    assert model.data_preprocessor.batch_augments.augments[0].patch_size == 4
     with pytest.raises(ValueError, match='takes the patch size of the model'):
-        aug.mix_with_record(*_batch(2, 32, 32))
-
-
-# ------------------------------------------------------ parameter checks ---
-@pytest.mark.parametrize('kwargs,match', [
-    (dict(alpha=0.), 'alpha'),
-    (dict(alpha=-1.), 'alpha'),
-    (dict(alpha=float('nan')), 'alpha'),
-    (dict(alpha='1'), 'alpha'),
-    (dict(alpha=1., patch_size=0), 'patch_size'),
-    (dict(alpha=1., patch_size=2.5), 'patch_size'),
-    (dict(alpha=1., box_units='token'), 'box_units'),
-    (dict(alpha=1., box_units='tokens', cutmix_minmax=[0.2, 0.8]),
-     'cutmix_minmax'),
-    (dict(alpha=1., cutmix_minmax=[0.8, 0.2]), 'cutmix_minmax'),
-])
-def test_bad_parameters_are_named(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        TLTokenCutMix(**kwargs)
-
-
-def test_integer_alpha_is_accepted():
-    assert TLTokenCutMix(alpha=1).alpha == 1.0
+        TLTokenCutMix(alpha=1.0).mix_with_record(*random_batch(2, 32, 32))

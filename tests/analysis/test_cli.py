@@ -1,0 +1,83 @@
+"""The scripts in tools/analysis/, run in-process on one batch of 8 digits:
+each returns its rows and writes them; counts below 1 and empty datasets
+stop with a message instead of printing RMSE 0.0 or empty tables."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from .conftest import FEW, NO_SERIALIZE, VIT_CONFIG
+
+TOOLS = ['label_rmse', 'label_maps', 'token_presence', 'mixing_ratio']
+
+
+def test_label_rmse_over_two_models(setups, run_tool, tmp_path):
+    rows = run_tool('label_rmse', [*setups['vit'].paths,
+                                   *setups['swin'].paths, '--names', 'vit',
+                                   'swin', '--work-dir', tmp_path, *FEW])
+    assert [(r['model'], r['num_images']) for r in rows] == [('vit', 8),
+                                                             ('swin', 8)]
+    assert all(r['rmse'] > 1e-3 for r in rows)  # CutMix: the labels move
+    with open(tmp_path / 'label_rmse.csv') as f:
+        assert [float(r['rmse']) for r in csv.DictReader(f)] == \
+            pytest.approx([r['rmse'] for r in rows])
+    assert (tmp_path / 'label_rmse.png').stat().st_size > 1000
+
+
+def test_label_maps_writes_the_grid(setups, run_tool, tmp_path):
+    rows = run_tool('label_maps', [
+        *setups['vit'].paths, '--work-dir', tmp_path, '--out', 'maps.png',
+        '--mix', 'resizemix', '--num-images', 4, '--batch-size', 8,
+        '--cfg-options', NO_SERIALIZE])
+    assert len(rows) == 4 and (tmp_path / 'maps.png').stat().st_size > 1000
+    saved = json.loads((tmp_path / 'maps.json').read_text())
+    assert saved['rows'][0]['cutmix_label'] == rows[0]['cutmix_label']
+    assert saved['mix'] == 'ResizeMix'
+    assert len(saved['rows'][0]['aligned_map']) == 4  # 4x4 patch tokens
+
+
+def test_token_presence_writes_the_distribution(setups, run_tool, tmp_path):
+    rows = run_tool('token_presence', [*setups['vit'].paths, '--work-dir',
+                                       tmp_path, *FEW])
+    assert [(r['block'], r['num_tokens']) for r in rows] == [
+        (b, 17) for b in (1, 2, 3, 4)]  # the demo: 16x16 px, patch 4
+    for row in rows:  # 16 patch tokens and the class token average 1
+        assert (16 * row['mean'] + row['class_token_mean']) / 17 == \
+            pytest.approx(1.0, abs=1e-5)
+        assert row['std'] > 1e-3
+    values = np.load(tmp_path / 'presence.npz')['block1_patches']
+    assert values.shape == (8, 16)
+    assert values.mean() == pytest.approx(rows[0]['mean'], rel=1e-5)
+
+
+def test_mixing_ratio_writes_the_series(setups, run_tool, tmp_path):
+    rows = run_tool('mixing_ratio',
+                    [*setups['vit'].paths, '--work-dir', tmp_path, *FEW])
+    assert [r['block'] for r in rows] == [1, 2, 3, 4]
+    # CutMix and TransMix do not depend on the block; TL-Align does.
+    assert len({r['cutmix'] for r in rows}) == len(
+        {r['transmix'] for r in rows}) == 1
+    assert len({round(r['tlalign'], 6) for r in rows}) > 1
+    for r in rows:
+        assert r['tlalign_gap'] >= abs(r['tlalign'] - r['similarity']) - 1e-6
+    with open(tmp_path / 'mixing_ratio_images.csv') as f:
+        assert len(list(csv.DictReader(f))) == 8 * 4
+
+
+@pytest.mark.parametrize('tool', TOOLS)
+def test_counts_below_one_and_empty_datasets_are_refused(run_tool, capsys,
+                                                         tmp_path, tool):
+    for option in ('--num-images', '--max-batches', '--batch-size'):
+        with pytest.raises(SystemExit) as exit_info:
+            run_tool(tool, [VIT_CONFIG, 'none', option, '0'])
+        assert exit_info.value.code == 2  # argparse's usage error
+        assert f'argument {option}: must be at least 1, got 0' in \
+            capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        run_tool(tool, [VIT_CONFIG, 'none', '--work-dir', tmp_path,
+                        '--cfg-options', NO_SERIALIZE,
+                        'test_dataloader.dataset.indices=0'])
+    assert 'has no images' in str(exit_info.value.code)
+    assert VIT_CONFIG in str(exit_info.value.code)
+    assert not any(tmp_path.iterdir())  # no output file with zeros

@@ -1,0 +1,85 @@
+"""Random patch mixing and block-wise mixing: whole cells of the patch grid,
+as many as the drawn lambda asks (blocks: about as many)."""
+import numpy as np
+import pytest
+import torch
+
+from tlalign_mm.mixing import TLBlockMix, TLPatchMix
+
+from .conftest import random_batch, replaced_cells, seed
+
+
+@pytest.mark.parametrize('shape,patch_size', [((3, 40, 56), 16),
+                                              ((2, 30, 30), 8)])
+def test_patch_mix_replaces_round_share_of_random_cells(shape, patch_size):
+    inputs, scores = random_batch(*shape)
+    aug = TLPatchMix(alpha=1.0, patch_size=patch_size)
+    rows, cols = -(-shape[1] // patch_size), -(-shape[2] // patch_size)
+    masks = []
+    for s in range(8):
+        seed(s)
+        lam0 = np.random.beta(1.0, 1.0)
+        seed(s)
+        cells = replaced_cells(aug.mix_with_record(inputs, scores)[2],
+                               patch_size)
+        assert cells.shape == (rows, cols)
+        assert int(cells.sum()) == int(np.floor((1 - lam0) * rows * cols
+                                                + .5))
+        masks.append(cells.flatten())
+    # Cells are random, not a fixed prefix of the grid.
+    assert any(not torch.equal(m.sort(descending=True)[0], m) for m in masks)
+
+
+def test_block_mix_places_rectangles():
+    aug = TLBlockMix(alpha=1.0, min_num_patches=4)
+    np.random.seed(0)
+    for _ in range(20):
+        mask = np.zeros((14, 14), dtype=bool)
+        num_new = aug._place_block(mask, 30)
+        assert 4 <= num_new <= 30 and num_new == mask.sum()
+        rows, cols = np.nonzero(mask)
+        h, w = np.ptp(rows) + 1, np.ptp(cols) + 1
+        assert h * w == num_new, 'not one rectangle'
+        assert 0.3 / 2 <= h / w <= 2 / 0.3  # the aspect range, rounded
+
+
+def test_block_mix_reaches_about_the_target():
+    inputs, scores = random_batch(2, 28, 28)
+    aug = TLBlockMix(alpha=1.0, patch_size=2)
+    total_target = total_replaced = 0
+    for s in range(12):
+        seed(s)
+        target = int(np.floor((1 - np.random.beta(1.0, 1.0)) * 196 + 0.5))
+        seed(s)
+        replaced = int(replaced_cells(
+            aug.mix_with_record(inputs, scores)[2], 2).sum())
+        assert replaced <= target
+        total_target += target
+        total_replaced += replaced
+    assert total_replaced >= 0.9 * total_target
+
+
+def test_block_mix_blocks_are_blocky():
+    """Block masks are far more clustered than random patch masks."""
+
+    def neighbours(mask):  # replaced cells with a replaced right/down cell
+        return int((mask[:, 1:] & mask[:, :-1]).sum() +
+                   (mask[1:] & mask[:-1]).sum())
+
+    np.random.seed(0)
+    count = round(0.3 * 196)
+    block = TLBlockMix(alpha=1.0).sample_cell_mask((14, 14), count)
+    patch = TLPatchMix(alpha=1.0).sample_cell_mask((14, 14), count)
+    assert 0.2 * 196 <= block.sum() <= patch.sum() == count
+    assert neighbours(block) > 1.5 * neighbours(patch)
+
+
+def test_block_mix_too_small_grid_does_not_mix():
+    """A 1-cell grid cannot hold a 4-cell block: nothing is mixed."""
+    inputs, scores = random_batch(3, 16, 16)
+    seed(0)
+    mixed, mixed_scores, record = TLBlockMix(alpha=1.0).mix_with_record(
+        inputs, scores)
+    assert torch.equal(mixed, inputs)
+    assert torch.equal(mixed_scores, scores.float())
+    assert record.area_share[:, 0].tolist() == [1., 1., 1.]
