@@ -1,30 +1,19 @@
 """Export a classifier checkpoint as a tensors-only file
 (``tools/export_backbone.py``).
 
-:func:`export_backbone`: a Runner checkpoint (``{'meta', 'state_dict',
-'message_hub', 'optimizer', 'param_schedulers'}``) becomes ``{'meta',
-'state_dict'}`` with only the ``backbone.*`` tensors and plain-typed ``meta``
-(the pretraining backbone config from ``meta['cfg']``, which
-:func:`~tlalign_mm.checkpoint.load` parses, never runs), so it loads with
-``torch.load(path, weights_only=True)`` in any environment, and is a fraction
-of the size. The key layout is mmpretrain's for every target: the downstream
-configs of this package build mmpretrain's backbones inside mmseg and mmdet
-(``type='mmpretrain.VisionTransformer'``), so no key or tensor conversion is
-needed. Keys keep their ``backbone.`` prefix: the same ``init_cfg``
-(``prefix='backbone.'``) reads the Runner checkpoint and the export alike.
+:func:`export_backbone`: ``{'meta', 'state_dict'}`` with the ``backbone.*``
+tensors (prefix kept: the same ``init_cfg`` reads the Runner checkpoint and
+the export) and plain ``meta`` (the pretraining backbone config from
+``meta['cfg']``, parsed, never run). The layout is mmpretrain's for every
+target: the downstream configs build mmpretrain's backbones inside mmseg
+and mmdet.
 
-:func:`export_timm`: a ``PooledTIMMBackbone`` classifier becomes a plain
-timm state dict: the ``backbone.timm_model.`` prefix is stripped and the
-head's ``Linear`` renamed to timm's ``head`` (for distilled DeiT also
-``head_dist``: timm averages ``head(cls)`` and ``head_dist(dist)``, which
-with both set to the trained head is ``head((cls + dist) / 2)``, what the
-mmpretrain head computed), so that ::
-
-    model = timm.create_model(name, pretrained=False, **kwargs)
-    model.load_state_dict(torch.load(path, weights_only=True), strict=True)
-
-loads it; the export builds that model and loads the file strictly before
-it returns ``name`` and ``kwargs`` (the training config's).
+:func:`export_timm`: a ``PooledTIMMBackbone`` classifier as a timm state
+dict (``backbone.timm_model.`` stripped, the head's ``Linear`` as timm's
+``head``, and for distilled DeiT also ``head_dist``: timm averages
+``head(cls)`` and ``head_dist(dist)``, which with both the trained head is
+what the mmpretrain head computed), checked to load strictly into
+``timm.create_model(name, **kwargs)``.
 """
 import hashlib
 import json
@@ -55,9 +44,8 @@ def _plain(value):
 
 
 def _recorded_model(ckpt: dict) -> Optional[dict]:
-    """The model config of the training run: ``meta['cfg']``, which
-    :func:`~tlalign_mm.checkpoint.load` parses into data (``None`` if it is
-    absent or was not plain data)."""
+    """The training run's model config (``meta['cfg']``, parsed by
+    :func:`~tlalign_mm.checkpoint.load`), or ``None``."""
     return ckpt.get('meta', {}).get('cfg', {}).get('model')
 
 
@@ -79,10 +67,8 @@ def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
                     prefix: str = 'backbone.', check: Optional[str] = None
                     ) -> dict:
     """Write the ``prefix`` tensors of the classifier checkpoint ``src`` to
-    ``dst``, for the library ``to`` (recorded in ``meta``); with ``check``
-    (a downstream config), only if its backbone loads them strictly
-    (:func:`check_export`). Returns the ``meta`` written (plain types
-    only).
+    ``dst`` for the library ``to``; with ``check`` (a downstream config),
+    only if its backbone loads them strictly. Returns the ``meta`` written.
 
     Raises:
         CheckpointMismatchError: no tensor under ``prefix``, or
