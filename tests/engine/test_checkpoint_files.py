@@ -71,8 +71,7 @@ def test_atomic_write_replaces_whole_files_with_normal_permissions(tmp_path):
         atomic_write(tmp_path / 'a.pth', data)
     assert (tmp_path / 'a.pth').read_bytes() == b'two'
     assert os.listdir(tmp_path) == ['a.pth']  # no temporary file left
-    mask = os.umask(0)
-    os.umask(mask)
+    os.umask(mask := os.umask(0))  # reads the umask
     assert stat.S_IMODE(os.stat(tmp_path / 'a.pth').st_mode) == 0o666 & ~mask
 
 

@@ -121,6 +121,7 @@ def test_another_mmengine_resumes_as_mmengine_does(monkeypatch):
     """Only exact resume uses mmengine's private API: with another release
     a resume is mmengine's own, with a warning saying so."""
     logged = []
+    mmengine_adapter.install()  # as the tools
     monkeypatch.setattr(mmengine_adapter, 'print_log',
                         lambda message, **kwargs: logged.append(message))
     for version, exact in (('0.11.0', False), (mmengine.__version__, True)):
