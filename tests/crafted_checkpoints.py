@@ -133,7 +133,7 @@ def files(marker):
                           "state_dict['w'] is a torch.sparse_coo"),
         'quantized_tensor': (dict(state_dict=dict(w=torch.quantize_per_tensor(
             torch.ones(2), 0.1, 0, torch.qint8))), 'strided torch.qint8'),
-        'deflated_record': (_deflated, 'are compressed, or all claim more'),
+        'deflated_record': (_deflated, 'are compressed or claim more bytes'),
         'a_directory': (os.makedirs, 'Is a directory'),
         'empty': (lambda p: open(p, 'wb').close(), 'not the zip archive'),
         'torchscript': (lambda p: torch.jit.save(torch.jit.script(

@@ -36,10 +36,9 @@ def atomic_write(path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    finally:  # a failed write leaves no temporary file
         if osp.exists(tmp):
             os.remove(tmp)
-        raise
 
 
 @register_backend('atomic_local')
@@ -72,9 +71,8 @@ def _progress(path: str, work_dir: str):
         meta = load(path, mmap=True).get('meta', {})
     except (CheckpointError, OSError) as error:
         return str(error)
-    if {'epoch', 'iter'} <= set(meta):
-        return meta['iter'], meta['epoch']
-    return 'no meta iter/epoch (not a Runner checkpoint)'
+    return (meta['iter'], meta['epoch']) if {'epoch', 'iter'} <= set(meta) \
+        else 'no meta iter/epoch (not a Runner checkpoint)'
 
 
 def find_resume_checkpoint(work_dir: str):
@@ -95,22 +93,21 @@ def find_resume_checkpoint(work_dir: str):
         if osp.abspath(osp.join(work_dir, recorded)) != osp.abspath(path):
             print_log(f'{record} names {recorded}, outside this work dir; '
                       f"resuming from this work dir's own {path} instead",
-                      logger='current', level=30)
+                      'current', 30)
         problem = _progress(path, work_dir)
         if not isinstance(problem, str):
             return path
         print_log(f'{path} (named by last_checkpoint) cannot be resumed: '
                   f'{problem}; looking for the newest intact checkpoint',
-                  logger='current', level=30)
+                  'current', 30)
     # glob's '*' skips hidden names: temporary files of interrupted saves
     found = {p: _progress(p, work_dir) for p in sorted(
         glob.glob(osp.join(glob.escape(work_dir), '*.pth'))) if osp.isfile(p)}
-    intact = [p for p, progress in found.items()
-              if not isinstance(progress, str)]
+    intact = [p for p, got in found.items() if not isinstance(got, str)]
     if intact:
         best = max(intact, key=lambda p: (*found[p], osp.getmtime(p)))
         print_log(f'Auto-resume: {best} (iter {found[best][0]}) is the '
-                  f'newest intact checkpoint of {work_dir}', logger='current')
+                  f'newest intact checkpoint of {work_dir}', 'current')
         return best
     if found:
         broken = '\n'.join(f'  {p}: {problem}' for p, problem in found.items())
@@ -119,5 +116,5 @@ def find_resume_checkpoint(work_dir: str):
             f'{broken}\nResume from a copy you trust with --resume PATH, or '
             'move these files away to start afresh.')
     print_log(f'{work_dir} has no checkpoint to resume: starting afresh',
-              logger='current', level=30)
+              'current', 30)
     return None

@@ -16,12 +16,11 @@ from tlalign_mm.registry import HOOKS, SCOPE
 from . import mmengine_adapter as adapter
 from .files import remove_partial_files
 from .plain import capture_rng, plain_checkpoint, restore_rng
-from .sampler import SkipSampler, set_sampler_seed, train_sampler
+from .sampler import SkipSampler, train_sampler
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
 
-STRICT_HINT = ('Is the config the one the checkpoint was trained with? To '
-               'load only the tensors that fit, on purpose: --cfg-options '
-               'strict_load=False.')
+STRICT_HINT = ('Is it the config the checkpoint was trained with? To load '
+               'only what fits, on purpose: --cfg-options strict_load=False.')
 
 
 def _log(message: str, level: int = 30) -> None:
@@ -54,8 +53,7 @@ class CheckpointSafetyHook(Hook):
                     and '://' not in str(hook.out_dir)):
                 hook.backend_args = dict(backend='atomic_local')
         if is_main_process():
-            removed = remove_partial_files(runner.work_dir)
-            if removed:
+            if removed := remove_partial_files(runner.work_dir):
                 _log(f'Removed {len(removed)} partial file(s) of interrupted '
                      f'saves: {removed}', 20)
 
@@ -167,9 +165,8 @@ class LastCheckpointHook(CheckpointHook):
         state = checkpoint.get('resume_state', {})  # checked by load()
         rng, seed = state.get('rng'), state.get('sampler_seed')
         if rng is None:
-            _log('The resumed checkpoint has no random number generator '
-                 'states (saved without LastCheckpointHook): the sampler '
-                 'position is restored, the random draws are not.')
+            _log('The resumed checkpoint has no generator states (saved '
+                 'without LastCheckpointHook): the random draws differ.')
         if get_rank() != 0 and adapter.diff_rank_seed(runner):
             rng = None  # rank 0's states, not this rank's
         meta = checkpoint['meta']
@@ -180,18 +177,18 @@ class LastCheckpointHook(CheckpointHook):
             return
         (rng, seed, epoch, it), self._pending = self._pending, None
         loop, loader = runner.train_loop, runner.train_dataloader
-        if seed is not None:
-            set_sampler_seed(train_sampler(loader), seed)
+        seeded = train_sampler(loader)  # reads seed per epoch, or lazily
+        if seed is not None and type(getattr(seeded, 'seed', None)) is int:
+            seeded.seed = seed
         iter_based = isinstance(loop, IterBasedTrainLoop)
         skip = it if iter_based else it - epoch * len(loader)
         sampler = type(getattr(loader.batch_sampler, 'sampler', None))
         problem = None
         if not (iter_based or isinstance(loop, EpochBasedTrainLoop)):
-            problem = f'{type(loop).__name__} is not one of mmengine\'s loops'
+            problem = f"{type(loop).__name__} is not one of mmengine's loops"
         elif not iter_based and not 0 <= skip <= len(loader):
             problem = (f'iteration {it} of epoch {epoch} does not match '
-                       f'{len(loader)} batches per epoch (batch size or data '
-                       'changed?)')
+                       f'{len(loader)} batches per epoch (data changed?)')
         elif iter_based and skip and sampler.__name__ != 'InfiniteSampler':
             problem = f'IterBasedTrainLoop needs InfiniteSampler, not ' \
                 f'{sampler.__name__}'
@@ -204,9 +201,8 @@ class LastCheckpointHook(CheckpointHook):
         if skip == 0:  # an epoch boundary: before the epoch's iterator
             return restore()
         if not SkipSampler.install(loader, skip, restore):
-            return _log('Resume is not exact: the resumed epoch restarts at '
-                        'its first batch (the sampler position is restored '
-                        "with torch's BatchSampler only, not "
+            return _log('Resume is not exact: the epoch restarts at its first '
+                        "batch (torch's BatchSampler only skips, not "
                         f'{type(loader.batch_sampler).__name__}).')
         if iter_based:
             adapter.skip_iterations(loop, loader, skip)

@@ -79,9 +79,8 @@ class _Walk:
         key = (id(value), schema)
         if key not in self.memo:
             if depth > MAX_DEPTH or len(self.memo) >= MAX_OBJECTS:
-                raise self.refuse(f'it nests deeper than {MAX_DEPTH} levels '
-                                  f'({path[:60]}...) or holds more than '
-                                  f'{MAX_OBJECTS} objects')
+                raise self.refuse(f'it nests deeper than {MAX_DEPTH} levels'
+                                  f' or holds {MAX_OBJECTS} objects ({path})')
             kept = DROP if isinstance(value, _Dropped) else \
                 schema(self, value, path, depth)
             if kept is DROP:
@@ -254,17 +253,15 @@ def _check_archive(path: str, source: str) -> None:
             records = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise _error(source, 'it is not the zip archive torch.save writes '
-                     f'(empty or truncated by an interrupted save?): {error}'
-                     ) from None
+                     f'(empty or truncated?): {error}') from None
     if any(r.filename.endswith('/constants.pkl') for r in records):
         raise _error(source, 'it is a TorchScript archive (torch.jit.save); '
                      'load it with torch.jit.load')
     packed = [r.filename for r in records if r.compress_type !=
               zipfile.ZIP_STORED or r.file_size != r.compress_size]
     if packed or sum(r.file_size for r in records) > osp.getsize(path):
-        raise _error(source, f'records {packed} are compressed, or all claim '
-                     'more bytes than the file holds (torch.save writes '
-                     'neither); refused before inflating anything')
+        raise _error(source, f'records {packed} are compressed or claim more '
+                     'bytes than the file holds: refused before inflating')
 
 
 def _torch_load(path: str, source: str, map_location, mmap: bool) -> Any:
@@ -339,9 +336,8 @@ def _local_path(source: str) -> str:
             torch.hub.download_url_to_file(source, path, progress=False)
         return path
     if '://' in source:
-        raise _error(source, 'only local paths, http(s):// and the '
-                     'torchvision:// / open-mmlab:// model zoos are read; '
-                     'download it and pass its local path')
+        raise _error(source, 'only local paths, http(s)://, torchvision:// '
+                     'and open-mmlab:// are read: pass a local path')
     return osp.expanduser(source)
 
 
@@ -362,6 +358,5 @@ def load(source: str, map_location: Any = 'cpu', mmap: bool = False) -> dict:
     if walk.dropped:  # numpy objects of other runs, paths, config text...
         print_log(f'{source}: dropped what no checkpoint holds as it is, '
                   f'never built or used: {", ".join(walk.dropped[:8])}'
-                  f'{" ..." * (len(walk.dropped) > 8)}', logger='current',
-                  level=30)
+                  f'{" ..." * (len(walk.dropped) > 8)}', 'current', 30)
     return ckpt

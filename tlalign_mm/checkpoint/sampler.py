@@ -57,10 +57,3 @@ def train_sampler(loader):
     sampler = getattr(getattr(loader, 'batch_sampler', None), 'sampler',
                       getattr(loader, 'sampler', None))
     return getattr(sampler, 'sampler', sampler)  # inside a SkipSampler
-
-
-def set_sampler_seed(sampler, seed: int) -> None:
-    """Shuffle with ``seed`` from the next index on (``DefaultSampler``
-    reads it per epoch, ``InfiniteSampler`` lazily at its first index)."""
-    if type(getattr(sampler, 'seed', None)) is int:
-        sampler.seed = seed

@@ -36,11 +36,8 @@ _NOT_TIMM_ARGS = ('type', 'init_cfg', 'pretrained', 'checkpoint_path',
 
 
 def _plain(value):
-    """JSON round trip: tuples become lists; anything else is dropped."""
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError):
-        return None
+    """JSON round trip: tuples become lists, anything else None."""
+    return json.loads(json.dumps(value, default=lambda _: None))
 
 
 def _recorded_model(ckpt: dict) -> Optional[dict]:
@@ -106,8 +103,7 @@ def check_export(path: str, config: str) -> str:
     strict ``Pretrained`` its ``init_cfg`` must be; return its type name.
 
     Raises:
-        CheckpointMismatchError: the init_cfg is not the strict loader, or a
-            key does not load.
+        CheckpointMismatchError: not the strict loader, or a key that fails.
     """
     from mmengine.registry import MODELS, init_default_scope
     cfg = Config.fromfile(config)
@@ -115,10 +111,8 @@ def check_export(path: str, config: str) -> str:
     init = cfg.model.backbone.get('init_cfg')
     if not (isinstance(init, dict) and init.get('type') == 'Pretrained'
             and init.get('_scope_') == SCOPE):
-        raise CheckpointMismatchError(
-            f'{config}: the backbone init_cfg is not the strict loader '
-            f"(dict(type='Pretrained', _scope_={SCOPE!r}, ...)); got "
-            f'{init!r}')
+        raise CheckpointMismatchError(f"{config}: the backbone init_cfg is "
+                                      f'not the strict loader, {init!r}')
     init.checkpoint = path
     module = MODELS.build(cfg.model.backbone)
     # the initializer alone: init_weights would also re-initialise every
@@ -130,16 +124,13 @@ def check_export(path: str, config: str) -> str:
 def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
     """Write the timm state dict of ``src`` (a ``PooledTIMMBackbone``
     classifier checkpoint) to ``dst``; ``config``: the training config
-    (default: the one the checkpoint records).
-
-    Returns:
-        dict: ``model_name``, ``kwargs`` (``timm.create_model``'s, with
-        ``num_classes``), ``num_tensors``, ``head`` (the checkpoint's head
-        prefix exported, or ``None``).
+    (default: the one the checkpoint records). Returns ``model_name``,
+    ``kwargs`` (``timm.create_model``'s), ``num_tensors`` and ``head`` (the
+    head prefix exported, or ``None``).
 
     Raises:
         CheckpointMismatchError: no timm tensors, a head timm cannot hold, or
-            a state dict that ``timm.create_model`` does not load strictly.
+        a state dict that ``timm.create_model`` does not load strictly.
     """
     import timm
     ckpt = load(src)
@@ -147,9 +138,8 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
         _recorded_model(ckpt)
     if model is None:
         raise CheckpointMismatchError(
-            f'{src!r}: its meta.cfg is missing or not a plain config (it is '
-            'parsed, never run), so the timm model name is unknown: pass '
-            'the training config (--config).')
+            f'{src!r}: its meta.cfg is missing or not a plain config, so the '
+            'timm model name is unknown: pass the training config (--config)')
     backbone = plain_backbone_cfg(dict(model['backbone']))
     if backbone.get('type') != 'PooledTIMMBackbone':
         raise ValueError(f"--format timm exports PooledTIMMBackbone models; "
@@ -162,9 +152,8 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
     tensors = {k: v.detach().cpu().clone().contiguous() for k, v in
                state_dict_of(ckpt, src, TIMM_PREFIX).items()}
     if any(k.startswith('head.layers.pre_logits') for k in state_dict):
-        raise CheckpointMismatchError(
-            "The head has a hidden pre-logits layer, which timm's "
-            'VisionTransformer does not have.')
+        raise CheckpointMismatchError("The head's hidden pre-logits layer "
+                                      "is not in timm's VisionTransformer")
     # mmpretrain heads whose classifier is one Linear, and where it is
     head = next((p for p in ('head.fc.', 'head.layers.head.')
                  if f'{p}weight' in state_dict), None)

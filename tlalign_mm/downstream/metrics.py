@@ -49,9 +49,8 @@ class SubsetAccuracy(Accuracy):
         subset = self.subset or (self.dataset_meta or {}).get(
             'subset_indices')
         if subset is None:
-            raise ValueError(
-                'SubsetAccuracy needs subset_indices, or a dataset whose '
-                "metainfo has 'subset_indices' (ImageNetA, ImageNetR).")
+            raise ValueError('SubsetAccuracy needs subset_indices, or a '
+                             "dataset with metainfo['subset_indices']")
         # scores and labels in subset positions (-1: outside, never hit)
         position = {int(c): i for i, c in enumerate(subset)}
         restricted = [dict(pred_score=sample['pred_score'][list(subset)],
@@ -106,10 +105,10 @@ class CorruptionError(BaseMetric):
     def process(self, data_batch, data_samples: Sequence[dict]) -> None:
         for sample in data_samples:
             if 'corruption' not in sample or 'severity' not in sample:
-                raise KeyError(
-                    'CorruptionError needs `corruption` and `severity` in '
-                    "each data sample: use PackInputs(meta_keys=(..., "
-                    "'corruption', 'severity')) with the ImageNetC dataset.")
+                raise KeyError('CorruptionError needs `corruption` and '
+                               '`severity` in each data sample: ImageNetC with'
+                               " PackInputs(meta_keys=(..., 'corruption', "
+                               "'severity'))")
             pred = sample['pred_score'].argmax() if 'pred_score' in sample \
                 else sample['pred_label']
             self.results.append((sample['corruption'], int(sample['severity']),

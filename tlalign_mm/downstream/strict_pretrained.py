@@ -24,13 +24,8 @@ import torch.nn as nn
 from mmengine.logging import print_log
 from mmengine.model.weight_init import update_init_info
 
-from tlalign_mm.checkpoint import (
-    CheckpointMismatchError,
-    load,
-    load_strictly,
-    state_dict_of,
-)
-from tlalign_mm.checkpoint.strict import key_list
+from tlalign_mm.checkpoint import CheckpointMismatchError, load
+from tlalign_mm.checkpoint.strict import key_list, load_strictly, state_dict_of
 from tlalign_mm.registry import WEIGHT_INITIALIZERS
 
 HINT = ('Check the backbone config (arch, out_indices, final_norm, '
@@ -52,14 +47,12 @@ class StrictPretrainedInit:
         strict (bool): must be ``True``; for non-strict loading use
             mmengine's ``Pretrained`` (without ``_scope_``).
         allow_missing (Sequence[str]): fnmatch patterns of backbone keys
-            that may be absent from the checkpoint (they keep their
-            initialisation).
+            that may be absent from the checkpoint (left as initialised).
         allow_unexpected (Sequence[str]): fnmatch patterns of checkpoint
             keys the backbone may ignore.
         map_location (str): as :func:`torch.load`. Defaults to ``'cpu'``.
         hint (str, optional): said when ``checkpoint`` does not exist
-            (configs name the variable that sets it and the command that
-            makes the file).
+            (configs name the variable to set and the command that makes it).
     """
 
     def __init__(self, checkpoint: str, prefix: str = 'backbone.',
@@ -67,17 +60,15 @@ class StrictPretrainedInit:
                  allow_unexpected: Sequence[str] = (), map_location='cpu',
                  hint: Optional[str] = None):
         if strict is not True:
-            raise ValueError(
-                f'This Pretrained initializer is strict (got strict='
-                f'{strict!r}); list intentional exceptions in allow_missing/'
-                "allow_unexpected, or use mmengine's Pretrained (no "
-                '_scope_) for a non-strict load.')
+            raise ValueError(f'This Pretrained is strict (strict={strict!r}): '
+                             'list exceptions in allow_missing/unexpected, '
+                             "or use mmengine's (no _scope_)")
         if str in (type(allow_missing), type(allow_unexpected)):
             raise TypeError('allow_missing / allow_unexpected must be a list '
                             'of patterns, not a string')
         self.checkpoint, self.prefix, self.hint = checkpoint, prefix, hint
-        self.allow = (tuple(allow_missing), tuple(allow_unexpected))
-        self.map_location = map_location
+        self.allow, self.map_location = (tuple(allow_missing), tuple(
+            allow_unexpected)), map_location
 
     def __call__(self, module: nn.Module) -> None:
         source = f'{self.checkpoint!r} (prefix {self.prefix!r})'
