@@ -1,21 +1,7 @@
-"""Checkpoints: loading, saving, strict checks and exact resume.
-
-* :func:`load`: any scheme, weights only, whatever the environment says,
-  checked against the schema of the checkpoints mmengine and our runs
-  write;
-* :func:`install`: every mmengine load goes through :func:`load`, and
-  auto-resume stays inside the work dir (the
-  tools call it; a config opts in with
-  ``custom_imports=dict(imports=['tlalign_mm',
-  'tlalign_mm.checkpoint.install'])``);
-* :func:`load_strictly` and :class:`CheckpointMismatchError`: the one
-  strict loader;
-* the hooks, in the ``tlalign_mm`` registry scope:
-  :class:`CheckpointSafetyHook` (every tool run) and
-  :class:`LastCheckpointHook` (``configs/_base_/resumable_runtime.py``).
-
-``import tlalign_mm`` changes nothing in torch or mmengine: mmengine's own
-``load_checkpoint`` stays mmengine's until :func:`install` runs.
+"""Checkpoints: :func:`load` (weights only, checked against a schema),
+:func:`install` (every mmengine load through it, auto-resume inside the
+work dir), :func:`load_strictly`, and the hooks. ``import tlalign_mm``
+changes nothing in torch or mmengine until :func:`install` runs.
 """
 from .files import AtomicLocalBackend, atomic_write, find_resume_checkpoint
 from .hooks import (

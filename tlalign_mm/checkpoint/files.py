@@ -1,13 +1,12 @@
 """Checkpoint files in a work dir: atomic writes, and which file an
 auto-resume picks.
 
-mmengine's ``LocalBackend.put`` writes into the final path, so a kill
-during a save leaves a truncated file that ``last_checkpoint`` names; and
-``last_checkpoint`` holds an absolute path, so a copied work dir resumes
-from the original's files. Here writes go to a temporary file that is
-renamed (``os.replace`` is atomic on POSIX), ``last_checkpoint`` is read
-inside the work dir only, and auto-resume falls back to the newest intact
-checkpoint of the work dir.
+mmengine's ``LocalBackend.put`` writes into the final path (a kill during a
+save leaves a truncated file that ``last_checkpoint`` names), and
+``last_checkpoint`` holds an absolute path (a copied work dir resumes from
+the original's files). Here writes go to a temporary file renamed with
+``os.replace``, ``last_checkpoint`` is read inside the work dir only, and
+auto-resume falls back to the newest intact checkpoint of the work dir.
 """
 import glob
 import os
@@ -21,12 +20,6 @@ from mmengine.logging import print_log
 from .load import CheckpointError, load
 
 TEMP_SUFFIX = '.partial'
-
-
-def inside(path: str, folder: str) -> bool:
-    """Whether ``path`` resolves (symlinks and ``..`` included) to a
-    location inside ``folder``."""
-    return osp.realpath(path).startswith(osp.realpath(folder) + os.sep)
 
 
 def atomic_write(path, data: bytes) -> None:
@@ -43,16 +36,14 @@ def atomic_write(path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    finally:  # a failed write leaves no temporary file
         if osp.exists(tmp):
             os.remove(tmp)
-        raise
 
 
 @register_backend('atomic_local')
 class AtomicLocalBackend(LocalBackend):
-    """mmengine's ``LocalBackend`` with atomic ``put`` / ``put_text``
-    (``backend_args=dict(backend='atomic_local')``)."""
+    """mmengine's ``LocalBackend`` with atomic ``put`` / ``put_text``."""
 
     def put(self, obj: bytes, filepath) -> None:
         atomic_write(filepath, obj)
@@ -70,67 +61,53 @@ def remove_partial_files(work_dir: str) -> list:
 
 
 def _progress(path: str, work_dir: str):
-    """``(meta iter, meta epoch)`` of ``path`` (tensors mapped, not read),
-    or why it cannot be resumed (a string)."""
+    """``(meta iter, meta epoch)`` of the work dir's file ``path`` (tensors
+    mapped, not read), or why it cannot be resumed (a string)."""
     if not osp.isfile(path):
         return 'it does not exist'
-    if not inside(path, work_dir):  # a symlink
+    if osp.dirname(osp.realpath(path)) != osp.realpath(work_dir):
         return f'it links to {osp.realpath(path)}, outside the work dir'
     try:
         meta = load(path, mmap=True).get('meta', {})
     except (CheckpointError, OSError) as error:
         return str(error)
-    if {'epoch', 'iter'} <= set(meta):
-        return meta['iter'], meta['epoch']
-    return 'no meta iter/epoch (not a Runner checkpoint)'
-
-
-def _recorded(work_dir: str):
-    """The checkpoint ``last_checkpoint`` names, if the name is in
-    ``work_dir``; a path outside (a copied work dir, or a crafted record) is
-    replaced by the work dir's file of the same name."""
-    record = osp.join(work_dir, 'last_checkpoint')
-    recorded = Path(record).read_text().strip() if osp.isfile(record) else ''
-    if not recorded:
-        return None
-    path = osp.abspath(osp.join(work_dir, recorded))  # absolute: itself
-    if path.startswith(osp.abspath(work_dir) + os.sep):
-        return path
-    local = osp.join(work_dir, osp.basename(recorded))
-    print_log(f'{record} names {recorded}, outside this work dir; resuming '
-              f'from this work dir\'s own {local} instead', logger='current',
-              level=30)
-    return local
+    return (meta['iter'], meta['epoch']) if {'epoch', 'iter'} <= set(meta) \
+        else 'no meta iter/epoch (not a Runner checkpoint)'
 
 
 def find_resume_checkpoint(work_dir: str):
-    """The checkpoint auto-resume uses: ``last_checkpoint``'s (inside
-    ``work_dir``) if intact, else the intact one of ``work_dir`` that got
-    furthest; ``None`` to start afresh (never a file outside ``work_dir``:
-    one a symlink resolves to is not intact).
+    """The checkpoint auto-resume uses: the work dir's file of the name
+    ``last_checkpoint`` records, if intact, else the intact one of
+    ``work_dir`` that got furthest; ``None`` to start afresh. Never a file
+    outside ``work_dir`` (one a symlink resolves to is not intact).
 
     Raises:
         CheckpointError: checkpoints are there but none is intact.
     """
     if not osp.isdir(work_dir):
         return None
-    recorded = _recorded(work_dir)
-    if recorded is not None:
-        problem = _progress(recorded, work_dir)
+    record = osp.join(work_dir, 'last_checkpoint')
+    recorded = Path(record).read_text().strip() if osp.isfile(record) else ''
+    if recorded:
+        path = osp.join(work_dir, osp.basename(recorded))
+        if osp.abspath(osp.join(work_dir, recorded)) != osp.abspath(path):
+            print_log(f'{record} names {recorded}, outside this work dir; '
+                      f"resuming from this work dir's own {path} instead",
+                      'current', 30)
+        problem = _progress(path, work_dir)
         if not isinstance(problem, str):
-            return recorded
-        print_log(f'{recorded} (named by last_checkpoint) cannot be resumed:'
-                  f' {problem}; looking for the newest intact checkpoint',
-                  logger='current', level=30)
+            return path
+        print_log(f'{path} (named by last_checkpoint) cannot be resumed: '
+                  f'{problem}; looking for the newest intact checkpoint',
+                  'current', 30)
     # glob's '*' skips hidden names: temporary files of interrupted saves
     found = {p: _progress(p, work_dir) for p in sorted(
         glob.glob(osp.join(glob.escape(work_dir), '*.pth'))) if osp.isfile(p)}
-    intact = [p for p, progress in found.items()
-              if not isinstance(progress, str)]
+    intact = [p for p, got in found.items() if not isinstance(got, str)]
     if intact:
         best = max(intact, key=lambda p: (*found[p], osp.getmtime(p)))
         print_log(f'Auto-resume: {best} (iter {found[best][0]}) is the '
-                  f'newest intact checkpoint of {work_dir}', logger='current')
+                  f'newest intact checkpoint of {work_dir}', 'current')
         return best
     if found:
         broken = '\n'.join(f'  {p}: {problem}' for p, problem in found.items())
@@ -139,5 +116,5 @@ def find_resume_checkpoint(work_dir: str):
             f'{broken}\nResume from a copy you trust with --resume PATH, or '
             'move these files away to start afresh.')
     print_log(f'{work_dir} has no checkpoint to resume: starting afresh',
-              logger='current', level=30)
+              'current', 30)
     return None

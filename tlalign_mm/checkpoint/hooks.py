@@ -1,15 +1,7 @@
-"""The hooks: safe checkpoints for every run, and exact resume.
-
-* :class:`CheckpointSafetyHook` (``tools/train.py`` and ``tools/test.py``
-  add it to every run, :func:`add_checkpoint_hooks`): strict loads, atomic
-  writes, auto-resume from the newest intact checkpoint, checkpoints of
-  tensors and plain Python, and no path from a checkpoint used outside the
-  work dir.
-* :class:`LastCheckpointHook`: mmengine's ``CheckpointHook`` saving
-  ``last.pth`` every N iterations, with the random number generator states,
-  and a resume that continues at the batch the checkpoint reached with the
-  same draws.
-"""
+"""The hooks: :class:`CheckpointSafetyHook` (strict loads, atomic writes,
+plain checkpoints; ``tools/train.py`` and ``tools/test.py`` add it) and
+:class:`LastCheckpointHook` (``last.pth`` every N iterations, exact
+resume)."""
 import os.path as osp
 
 from mmengine.dist import get_rank, is_main_process
@@ -24,12 +16,11 @@ from tlalign_mm.registry import HOOKS, SCOPE
 from . import mmengine_adapter as adapter
 from .files import remove_partial_files
 from .plain import capture_rng, plain_checkpoint, restore_rng
-from .sampler import SkipSampler, set_sampler_seed, train_sampler
+from .sampler import SkipSampler, train_sampler
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
 
-STRICT_HINT = ('Is the config the one the checkpoint was trained with? To '
-               'load only the tensors that fit, on purpose: --cfg-options '
-               'strict_load=False.')
+STRICT_HINT = ('Is it the config the checkpoint was trained with? To load '
+               'only what fits, on purpose: --cfg-options strict_load=False.')
 
 
 def _log(message: str, level: int = 30) -> None:
@@ -38,17 +29,12 @@ def _log(message: str, level: int = 30) -> None:
 
 @HOOKS.register_module()
 class CheckpointSafetyHook(Hook):
-    """What every run through ``tools/train.py`` / ``tools/test.py`` gets on
-    top of :func:`~.mmengine_adapter.install` (every load checked by
-    :func:`~.load.load`, auto-resume inside the work dir).
-
-    * ``before_run``: local ``CheckpointHook``s write atomically (backend
-      ``atomic_local``); temporary files of interrupted saves are removed.
-    * ``before_save_checkpoint``: the message hub, meta and scheduler
-      states become tensors and plain Python (:mod:`.plain`).
-    * ``after_load_checkpoint`` (``load_from``, ``--resume``,
-      ``tools/test.py``): a resumed file must be a Runner checkpoint; with
-      ``strict``, every key must fit (:func:`~.strict.load_strictly`).
+    """What every run of ``tools/train.py`` / ``tools/test.py`` gets on top
+    of :func:`~.mmengine_adapter.install`: local ``CheckpointHook``s write
+    atomically and partial files of interrupted saves are removed
+    (``before_run``); saved checkpoints hold tensors and plain Python only
+    (:mod:`.plain`); a resumed file must be a Runner checkpoint and, with
+    ``strict``, every key must fit (:func:`~.strict.load_strictly`).
 
     Args:
         strict (bool): check the keys (``--cfg-options strict_load=False``
@@ -67,8 +53,7 @@ class CheckpointSafetyHook(Hook):
                     and '://' not in str(hook.out_dir)):
                 hook.backend_args = dict(backend='atomic_local')
         if is_main_process():
-            removed = remove_partial_files(runner.work_dir)
-            if removed:
+            if removed := remove_partial_files(runner.work_dir):
                 _log(f'Removed {len(removed)} partial file(s) of interrupted '
                      f'saves: {removed}', 20)
 
@@ -127,29 +112,20 @@ def add_checkpoint_hooks(cfg, training: bool):
 
 @HOOKS.register_module()
 class LastCheckpointHook(CheckpointHook):
-    """``last.pth`` every ``interval`` iterations; exact resume.
+    """mmengine's ``CheckpointHook`` saving the Runner checkpoint to
+    ``<work_dir>/<filename>`` every ``interval`` iterations (atomically),
+    and exact resume.
 
-    * mmengine's ``CheckpointHook`` (``by_epoch=False``, written atomically)
-      saves the full Runner checkpoint to ``<work_dir>/<filename>`` and
-      names it in ``last_checkpoint``: a killed job loses at most
-      ``interval`` iterations.
-    * Every checkpoint the run saves gets ``resume_state``: the Python,
-      numpy, torch (and CUDA) generator states, and the training sampler's
-      shuffling seed.
-    * On resume the sampler gets its seed back (mmengine builds it with the
-      new run's seed and restores only the global one: with
-      ``randomness.seed=None``, the default of mmpretrain's, mmseg's and
-      mmdet's runtimes, the resumed epochs would be shuffled otherwise),
-      skips the indices of the batches already
-      trained (without loading them) and the generators are set back right
-      before the first resumed batch is drawn. Validation runs on a copy of
-      the generator states.
-
-    On one process with ``num_workers=0``, a run killed at any iteration and
-    resumed ends with bit-identical weights
-    (``tests/engine/test_kill_and_resume.py``). Not restored: DataLoader
-    worker generators; with ``randomness.diff_rank_seed=True``, ranks other
-    than 0.
+    Every checkpoint the run saves gets ``resume_state``: the generator
+    states and the training sampler's seed. On resume the sampler gets its
+    seed back (mmengine rebuilds it with the new run's seed: with
+    ``randomness.seed=None``, the OpenMMLab default, the resumed epochs
+    would be shuffled otherwise), skips the indices of the batches already
+    trained (without loading them), and the generators are set back right
+    before the first resumed batch is drawn; validation runs on a copy of
+    them. On one process with ``num_workers=0`` a run killed at any
+    iteration and resumed ends bit-identical. Not restored: DataLoader
+    worker generators; with ``diff_rank_seed=True``, ranks other than 0.
 
     Args:
         interval (int): iterations between saves. Defaults to 500.
@@ -189,9 +165,8 @@ class LastCheckpointHook(CheckpointHook):
         state = checkpoint.get('resume_state', {})  # checked by load()
         rng, seed = state.get('rng'), state.get('sampler_seed')
         if rng is None:
-            _log('The resumed checkpoint has no random number generator '
-                 'states (saved without LastCheckpointHook): the sampler '
-                 'position is restored, the random draws are not.')
+            _log('The resumed checkpoint has no generator states (saved '
+                 'without LastCheckpointHook): the random draws differ.')
         if get_rank() != 0 and adapter.diff_rank_seed(runner):
             rng = None  # rank 0's states, not this rank's
         meta = checkpoint['meta']
@@ -202,18 +177,18 @@ class LastCheckpointHook(CheckpointHook):
             return
         (rng, seed, epoch, it), self._pending = self._pending, None
         loop, loader = runner.train_loop, runner.train_dataloader
-        if seed is not None:
-            set_sampler_seed(train_sampler(loader), seed)
+        seeded = train_sampler(loader)  # reads seed per epoch, or lazily
+        if seed is not None and type(getattr(seeded, 'seed', None)) is int:
+            seeded.seed = seed
         iter_based = isinstance(loop, IterBasedTrainLoop)
         skip = it if iter_based else it - epoch * len(loader)
         sampler = type(getattr(loader.batch_sampler, 'sampler', None))
         problem = None
         if not (iter_based or isinstance(loop, EpochBasedTrainLoop)):
-            problem = f'{type(loop).__name__} is not one of mmengine\'s loops'
+            problem = f"{type(loop).__name__} is not one of mmengine's loops"
         elif not iter_based and not 0 <= skip <= len(loader):
             problem = (f'iteration {it} of epoch {epoch} does not match '
-                       f'{len(loader)} batches per epoch (batch size or data '
-                       'changed?)')
+                       f'{len(loader)} batches per epoch (data changed?)')
         elif iter_based and skip and sampler.__name__ != 'InfiniteSampler':
             problem = f'IterBasedTrainLoop needs InfiniteSampler, not ' \
                 f'{sampler.__name__}'
@@ -221,16 +196,13 @@ class LastCheckpointHook(CheckpointHook):
             return _log(f'Resume is not exact: {problem}; the sampler '
                         'position and random draws are mmengine\'s own.')
 
-        def restore():  # right before the first resumed batch is drawn
-            if rng:
-                restore_rng(rng)
-
+        # right before the first resumed batch is drawn
+        restore = (lambda: restore_rng(rng)) if rng else (lambda: None)
         if skip == 0:  # an epoch boundary: before the epoch's iterator
             return restore()
         if not SkipSampler.install(loader, skip, restore):
-            return _log('Resume is not exact: the resumed epoch restarts at '
-                        'its first batch (the sampler position is restored '
-                        "with torch's BatchSampler only, not "
+            return _log('Resume is not exact: the epoch restarts at its first '
+                        "batch (torch's BatchSampler only skips, not "
                         f'{type(loader.batch_sampler).__name__}).')
         if iter_based:
             adapter.skip_iterations(loop, loader, skip)

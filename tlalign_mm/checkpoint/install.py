@@ -1,14 +1,10 @@
-"""Importing this module routes every checkpoint mmengine loads through
-:func:`tlalign_mm.checkpoint.load` and keeps auto-resume inside the work dir
-(:func:`tlalign_mm.checkpoint.install`); a config run by any launcher opts
-in with one line::
+"""Importing this module runs :func:`tlalign_mm.checkpoint.install`; a
+config run by any launcher opts in with
+``custom_imports = dict(imports=['tlalign_mm',
+'tlalign_mm.checkpoint.install'])``.
 
-    custom_imports = dict(
-        imports=['tlalign_mm', 'tlalign_mm.checkpoint.install'])
-
-The import binds ``tlalign_mm.checkpoint.install`` to this module (Python
-sets a package attribute for each submodule), so the module is callable:
-``tlalign_mm.checkpoint.install()`` stays the function it names.
+The import binds ``tlalign_mm.checkpoint.install`` to this module (a
+package attribute per submodule), so the module is made callable.
 """
 import sys
 import types

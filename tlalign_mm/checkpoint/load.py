@@ -2,32 +2,22 @@
 return only what a checkpoint legitimately holds.
 
 * The zip directory is checked before ``torch.load`` inflates anything
-  (``torch.save`` writes stored records only, so a deflated record, or
-  records larger than the file, are refused).
-* ``torch.load(weights_only=True)`` is called with the argument spelled
-  out, so ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` cannot turn it off, and with
-  torch's stock allow-list; a foreign Runner checkpoint's numpy and
-  ``HistoryBuffer`` objects are unpickled as inert stand-ins: nothing of
-  numpy or mmengine is built from the file.
-* What it holds is then checked against a schema (:data:`RUNNER`, or a
-  bare state dict): what the checkpoints of our runs, mmengine's,
-  mmpretrain's, mmseg's and mmdet's hold, each field for its type, shape
-  and range. Tensors are dense, of plain dtypes, within their storage;
-  ``meta`` has progress counters, seeds, dataset metadata and version
-  strings; the message hub plain dicts, its ``runtime_info`` known keys
-  only, with no path (mmengine's ``CheckpointHook`` deletes
-  ``best_ckpt``) and no config text; optimizer and scheduler states plain
-  values; ``resume_state`` generator states as each generator defines
-  them. Config text is never returned as text: ``meta['cfg']`` becomes the
-  dict it assigns (parsed, never run), ``meta['config']`` the one
-  assignment mmengine's resume reads from it (``gpu_ids``). What does not
-  fit is dropped, with one warning naming it, or, where no such checkpoint
-  holds it, the file is refused.
+  (``torch.save`` writes stored records only).
+* ``torch.load(weights_only=True)`` is called with the argument spelled out
+  (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` cannot turn it off); a foreign
+  Runner checkpoint's numpy and ``HistoryBuffer`` objects unpickle as inert
+  stand-ins, dropped: nothing of numpy or mmengine is built from the file.
+* The result is walked against a schema (:data:`RUNNER`, or a bare state
+  dict): what our runs', mmengine's, mmpretrain's, mmseg's and mmdet's
+  checkpoints hold, each field checked for type, shape and range. The
+  message hub keeps known ``runtime_info`` keys only: no path (mmengine's
+  ``CheckpointHook`` deletes ``best_ckpt``), no config text (mmengine's
+  ``BaseInferencer`` runs it); ``meta['cfg']`` becomes the data it assigns
+  (parsed, never run). What does not fit is dropped with one warning, or,
+  where no checkpoint holds it, the file is refused.
 * The walk visits each object once per schema (the pickle memo can make one
-  list appear 2**64 times in a few hundred bytes), at most
-  :data:`MAX_OBJECTS` objects and :data:`MAX_DEPTH` levels deep.
-
-Every refusal is a :class:`CheckpointError` naming the file.
+  list appear 2**64 times in a few hundred bytes), within
+  :data:`MAX_OBJECTS` objects and :data:`MAX_DEPTH` levels.
 """
 import ast
 import os
@@ -44,12 +34,10 @@ from mmengine.logging import HistoryBuffer, print_log
 
 from .plain import check_resume_state
 
-#: the largest meta epoch / iter accepted (ImageNet, 300 epochs at batch
-#: 1,024, is 375k iterations)
+#: the largest meta epoch / iter (ImageNet, 300 epochs at batch 1,024, is
+#: 375k iterations)
 MAX_PROGRESS = 10**9
-#: bounds of the walk over a loaded checkpoint
 MAX_DEPTH, MAX_OBJECTS = 32, 10**6
-#: tensor dtypes a checkpoint holds
 DTYPES = {getattr(torch, name) for name in 'float16 bfloat16 float32 float64 '
           'complex64 complex128 uint8 int8 int16 int32 int64 bool'.split()}
 #: the numpy and mmengine pickle names a foreign Runner checkpoint holds
@@ -72,15 +60,14 @@ def _error(source: str, problem: str) -> CheckpointError:
 
 
 class _Dropped:
-    """Inert stand-in for every foreign global: it takes any arguments and
-    state and keeps none of them."""
+    """The stand-in for every foreign global: takes anything, keeps none."""
     __init__ = __setstate__ = lambda self, *args, **kwargs: None
 
 
 class _Walk:
     """One check of a loaded object against a schema: a function ``(walk,
-    value, path, depth)`` that returns what is kept of ``value`` (in new
-    containers) or :data:`DROP`, or raises :meth:`refuse`."""
+    value, path, depth)`` returning what is kept of ``value`` (in new
+    containers) or :data:`DROP`, or raising :meth:`refuse`."""
 
     def __init__(self, source: str):
         self.source, self.dropped, self.memo = source, [], {}
@@ -92,9 +79,8 @@ class _Walk:
         key = (id(value), schema)
         if key not in self.memo:
             if depth > MAX_DEPTH or len(self.memo) >= MAX_OBJECTS:
-                raise self.refuse(f'it nests deeper than {MAX_DEPTH} levels '
-                                  f'({path[:60]}...) or holds more than '
-                                  f'{MAX_OBJECTS} objects')
+                raise self.refuse(f'it nests deeper than {MAX_DEPTH} levels'
+                                  f' or holds {MAX_OBJECTS} objects ({path})')
             kept = DROP if isinstance(value, _Dropped) else \
                 schema(self, value, path, depth)
             if kept is DROP:
@@ -112,7 +98,7 @@ def _must(schema, what: str):
     """``schema``, refusing the file where it would drop the value."""
     def check(walk, value, path, depth):
         kept = schema(walk, value, path, depth)
-        if kept is DROP:
+        if kept is DROP:  # a huge int has no repr
             small = type(value) in (str, float, bool, type(None)) or \
                 type(value) is int and abs(value) < 2**63
             shown = repr(value)[:60] if small else f'a {type(value).__name__}'
@@ -122,9 +108,9 @@ def _must(schema, what: str):
 
 
 def _fields(table: dict):
-    """A dict (string or integer keys) whose values are checked by the
-    schema of the first ``table`` key (a name or an fnmatch pattern) theirs
-    matches; other entries dropped, and anything but a dict."""
+    """A dict whose values are checked by the schema of the first ``table``
+    key (a name or fnmatch pattern) their string or integer key matches;
+    other entries dropped, and anything but a dict."""
     def check(walk, value, path, depth):
         if type(value) not in (dict, OrderedDict):
             return DROP
@@ -142,7 +128,7 @@ def _fields(table: dict):
 
 def _tensor(walk, value, path, depth):
     """A dense tensor of a plain dtype whose header fits its storage (a zero
-    stride can make 8 bytes look like a terabyte), without attributes."""
+    stride can make 8 bytes look like a terabyte)."""
     if type(value) not in (torch.Tensor, torch.nn.Parameter):
         return DROP
     if value.layout != torch.strided or value.dtype not in DTYPES:
@@ -181,7 +167,7 @@ def _state_dict(walk, value, path, depth):
 
 def _history_buffer(walk, value, path, depth):
     """A ``HistoryBuffer`` as :func:`.plain.plain_checkpoint` writes it,
-    rebuilt through its constructor (a foreign one is a stand-in: dropped)."""
+    rebuilt through its constructor."""
     log, count, size = (value.get(k) for k in ('log', 'count', 'max_length')
                         ) if type(value) is dict else (None, ) * 3
     if not (type(log) is type(count) is torch.Tensor and type(size) is int
@@ -192,34 +178,19 @@ def _history_buffer(walk, value, path, depth):
 
 
 def _message_hub(walk, value, path, depth):
-    """``MessageHub.state_dict()``: its three dicts (missing ones empty),
-    ``resumed_keys`` naming kept keys only."""
+    """``MessageHub.state_dict()``'s three dicts (missing ones empty)."""
     hub = _HUB(walk, value, path, depth)
-    if hub is not DROP:
-        hub = {k: hub.get(k, {}) for k in _HUB_PARTS}
-        kept = {*hub['log_scalars'], *hub['runtime_info']}
-        hub['resumed_keys'] = {k: v for k, v in hub['resumed_keys'].items()
-                               if k in kept}
-    return hub
+    return DROP if hub is DROP else {k: hub.get(k, {}) for k in _HUB_PARTS}
 
 
-def _config(gpu_ids: bool = False):
-    """A config's text as the data it assigns (parsed, never run); with
-    ``gpu_ids`` (``meta['config']``, which mmengine's ``Runner.resume`` runs
-    to read them), that value written back as its one line."""
-    def check(walk, text, path, depth):
-        cfg = parse_config(text) if type(text) is str else {}
-        if not gpu_ids:
-            return walk(cfg, _PLAIN_DICT, path, depth) if cfg else DROP
-        ids = cfg.get('gpu_ids')
-        ok = type(ids) in (list, tuple) and all(type(i) is int for i in ids)
-        return f'gpu_ids = {list(ids)!r}\n' if ok else DROP
-    return check
+def _config(walk, text, path, depth):
+    """A config's text as the data it assigns (parsed, never run)."""
+    cfg = parse_config(text) if type(text) is str else {}
+    return walk(cfg, _PLAIN_DICT, path, depth) if cfg else DROP
 
 
 def _resume_state(walk, state, path, depth):
-    """:class:`~.hooks.LastCheckpointHook`'s (:func:`.plain.
-    check_resume_state`), or the file is refused."""
+    """:class:`~.hooks.LastCheckpointHook`'s, or the file is refused."""
     try:
         check_resume_state(state)
     except Exception as error:  # noqa: BLE001  any: not a state
@@ -237,7 +208,7 @@ PROGRESS = _must(COUNT, f'an integer in [0, {MAX_PROGRESS}]')
 _HUB_PARTS = dict(
     log_scalars=_fields({'*': _history_buffer}),
     # what mmengine's hooks record; not best_ckpt / last_ckpt (paths
-    # CheckpointHook deletes) nor cfg (the config text)
+    # CheckpointHook deletes) nor cfg (config text)
     runtime_info=_fields({
         'seed': SEED, 'eta': NUMBER, 'best_score*': NUMBER,
         'keep_ckpt_ids': _kind(lambda v: type(v) is list and all(
@@ -251,8 +222,8 @@ _HUB = _fields(_HUB_PARTS)
 #: and an export of tools/export_backbone.py
 RUNNER = dict(
     meta=_must(_fields({
-        'epoch': PROGRESS, 'iter': PROGRESS, 'seed': SEED, 'cfg': _config(),
-        'config': _config(gpu_ids=True), **dict.fromkeys((
+        'epoch': PROGRESS, 'iter': PROGRESS, 'seed': SEED, 'cfg': _config,
+        **dict.fromkeys((
             'dataset_meta', 'CLASSES', 'PALETTE', 'experiment_name', 'time',
             'env_info', '*_version', 'exported_by', 'to', 'layout', 'prefix',
             'loader', 'source*', 'num_*', 'backbone'), _plain)}), 'a dict'),
@@ -273,35 +244,24 @@ def _checkpoint(walk, ckpt, path, depth):
 
 
 def _check_archive(path: str, source: str) -> None:
-    """Refuse what ``torch.load`` would choke on, or inflate, before it
-    reads anything but the zip directory."""
-    if osp.isdir(path):
-        raise _error(source, 'it is a directory, not a checkpoint file')
-    if not osp.isfile(path):
+    """Refuse what is not a ``torch.save`` zip before ``torch.load`` reads
+    more than its directory."""
+    if not osp.exists(path):
         raise FileNotFoundError(f'Checkpoint {source!r} does not exist')
-    if osp.getsize(path) == 0:
-        raise _error(source, 'it is empty (an interrupted save leaves such '
-                     'files; `tools/train.py CONFIG --resume` picks the '
-                     'newest intact checkpoint)')
     try:
         with zipfile.ZipFile(path) as archive:
             records = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as error:
-        raise _error(source, 'it is not the zip archive torch.save writes, or '
-                     f'it is truncated ({error})') from None
-    names = ['/' + r.filename for r in records]
-    if any(n.endswith('/constants.pkl') for n in names):
+        raise _error(source, 'it is not the zip archive torch.save writes '
+                     f'(empty or truncated?): {error}') from None
+    if any(r.filename.endswith('/constants.pkl') for r in records):
         raise _error(source, 'it is a TorchScript archive (torch.jit.save); '
                      'load it with torch.jit.load')
-    if not any(n.endswith('/data.pkl') for n in names):
-        raise _error(source, 'it is a zip archive without data.pkl, not a '
-                     'torch.save checkpoint')
     packed = [r.filename for r in records if r.compress_type !=
               zipfile.ZIP_STORED or r.file_size != r.compress_size]
     if packed or sum(r.file_size for r in records) > osp.getsize(path):
-        raise _error(source, f'records {packed} are compressed, or all claim '
-                     'more bytes than the file holds (torch.save writes '
-                     'neither); refused before inflating anything')
+        raise _error(source, f'records {packed} are compressed or claim more '
+                     'bytes than the file holds: refused before inflating')
 
 
 def _torch_load(path: str, source: str, map_location, mmap: bool) -> Any:
@@ -313,20 +273,17 @@ def _torch_load(path: str, source: str, map_location, mmap: bool) -> Any:
     except Exception as error:  # noqa: BLE001  all named below
         unsafe = re.search(r'GLOBAL ([\w.]*\w)', str(error))
         lines = [s.strip() for s in str(error).splitlines() if s.strip()]
-        reason = next((s for s in lines if 'Unsupported' in s),
-                      lines[-1] if lines else type(error).__name__)
         raise _error(source, f'it pickles objects outside the weights-only '
-                     f'allow-list ({unsafe.group(1)}); nothing from it was '
-                     'executed. Re-save the tensors you trust with torch.'
-                     "save({'state_dict': model.state_dict()}, path)" if
-                     unsafe else f'it is corrupt or crafted ({reason})'
-                     ) from None
+                     f'allow-list ({unsafe[1]}); nothing from it was executed'
+                     if unsafe else 'it is corrupt or crafted (' + next((
+                         s for s in lines if 'Unsupported' in s), lines[-1]
+                         if lines else type(error).__name__) + ')') from None
 
 
 class _DictCalls(ast.NodeTransformer):
-    """``dict(a=1)`` and ``dict({'.key': 1}, a=2)``, as mmengine's
-    ``pretty_text`` writes dicts, turned into dict displays for
-    :func:`ast.literal_eval` (any other call stays, and it refuses it)."""
+    """``dict(a=1)`` and ``dict({'.key': 1}, a=2)`` (mmengine's
+    ``pretty_text``) as dict displays for :func:`ast.literal_eval`, which
+    refuses any other call."""
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -341,10 +298,9 @@ class _DictCalls(ast.NodeTransformer):
 
 
 def parse_config(text: str) -> dict:
-    """A config's pretty text (``meta['cfg']``) as data, without executing
-    it: the values of its top-level ``name = <literals and dict(...)>``
-    assignments. Every other statement (imports, calls, names) is skipped,
-    never run, and so is text that is not Python."""
+    """A config's text (``meta['cfg']``) as data, never executed: its
+    top-level ``name = <literals and dict(...)>`` assignments; any other
+    statement, and text that is not Python, is skipped."""
     try:
         body = ast.parse(text).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -362,9 +318,9 @@ def parse_config(text: str) -> dict:
 
 
 def _local_path(source: str) -> str:
-    """The file of a checkpoint name: model-zoo names resolved with
-    mmengine's tables, URLs downloaded into torch hub's cache
-    (``<hub>/checkpoints``, as :func:`torch.hub.load_state_dict_from_url`)."""
+    """The file of a checkpoint name: model-zoo names through mmengine's
+    tables, URLs downloaded into ``<torch hub>/checkpoints`` (as
+    :func:`torch.hub.load_state_dict_from_url`)."""
     from mmengine.runner import checkpoint as zoo
     scheme, _, name = source.partition('://')
     if scheme in ('torchvision', 'modelzoo'):
@@ -380,25 +336,19 @@ def _local_path(source: str) -> str:
             torch.hub.download_url_to_file(source, path, progress=False)
         return path
     if '://' in source:
-        raise _error(source, 'only local paths, http(s):// and the '
-                     'torchvision:// / open-mmlab:// model zoos are read; '
-                     'download it and pass its local path')
+        raise _error(source, 'only local paths, http(s)://, torchvision:// '
+                     'and open-mmlab:// are read: pass a local path')
     return osp.expanduser(source)
 
 
 def load(source: str, map_location: Any = 'cpu', mmap: bool = False) -> dict:
-    """Load the checkpoint ``source`` (a local path, ``http(s)://``,
-    ``torchvision://NAME``, ``open-mmlab://NAME``), weights only, checked
-    against the schema; ``mmap=True`` maps the tensors instead of reading
-    them.
-
-    Returns:
-        dict: what the checkpoint holds that fits the schema (a Runner
-        checkpoint, a state dict...), in new containers.
+    """What the checkpoint ``source`` (a local path, ``http(s)://``,
+    ``torchvision://NAME``, ``open-mmlab://NAME``) holds that fits the
+    schema, in new containers; ``mmap=True`` maps the tensors.
 
     Raises:
         FileNotFoundError: a local path that does not exist.
-        CheckpointError: anything else that is wrong with the file.
+        CheckpointError: anything else wrong with the file, naming it.
     """
     source = str(source)
     path = _local_path(source)
@@ -408,6 +358,5 @@ def load(source: str, map_location: Any = 'cpu', mmap: bool = False) -> dict:
     if walk.dropped:  # numpy objects of other runs, paths, config text...
         print_log(f'{source}: dropped what no checkpoint holds as it is, '
                   f'never built or used: {", ".join(walk.dropped[:8])}'
-                  f'{" ..." * (len(walk.dropped) > 8)}', logger='current',
-                  level=30)
+                  f'{" ..." * (len(walk.dropped) > 8)}', 'current', 30)
     return ckpt

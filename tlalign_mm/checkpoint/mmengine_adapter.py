@@ -1,29 +1,16 @@
-"""Everything of mmengine that safe loading and exact resume reach beyond its
-public API, in one place.
+"""What safe loading and exact resume reach of mmengine, in one place.
 
-:func:`install` (the tools call it; a config run by any launcher opts in
-with ``custom_imports=dict(imports=['tlalign_mm',
-'tlalign_mm.checkpoint.install'])``) replaces:
+:func:`install` replaces ``CheckpointLoader.load_checkpoint`` (every
+mmengine load: ``Runner.load_checkpoint`` / ``resume``,
+``load_checkpoint``, ``init_cfg=dict(type='Pretrained')``,
+``BaseInferencer``'s weights, goes through :func:`~.load.load`) and
+``find_latest_checkpoint`` wherever mmengine's modules name it
+(auto-resume stays inside the work dir).
 
-* ``CheckpointLoader.load_checkpoint`` (public): every mmengine load
-  (``Runner.load_checkpoint`` / ``resume``, ``load_checkpoint``,
-  ``init_cfg=dict(type='Pretrained')``, ``BaseInferencer``'s weights)
-  goes through :func:`~.load.load`, whatever the scheme;
-* ``find_latest_checkpoint``, as ``mmengine.runner``, its ``checkpoint``,
-  ``runner`` and ``_flexible_runner`` modules name it: auto-resume
-  (``resume=True`` without ``load_from``) takes
-  :func:`~.files.find_resume_checkpoint`'s file, inside the work dir.
-
-Exact resume (:class:`~.hooks.LastCheckpointHook`) touches private API,
-checked against mmengine 0.10.7 (:func:`exact_resume_supported`; with
-another release, a resume is mmengine's own):
-
-* ``Runner._resume``, ``Runner._load_from`` (read): whether and what the
-  run resumes.
-* ``Runner._randomness_cfg`` (read): ``diff_rank_seed``.
-* ``IterBasedTrainLoop.dataloader_iterator`` (replaced) and
-  ``mmengine.runner.loops._InfiniteDataloaderIterator`` (built): the loop
-  calls ``next()`` ``iter`` times to skip to a resumed iteration.
+Exact resume reads ``Runner._resume``, ``_load_from`` and
+``_randomness_cfg``, and replaces ``IterBasedTrainLoop.dataloader_iterator``
+(private API of mmengine 0.10.7: with another release, a resume is
+mmengine's own, :func:`exact_resume_supported`).
 """
 import itertools
 
@@ -43,10 +30,8 @@ def _load_checkpoint(cls, filename, map_location=None, logger='current'):
 
 
 def exact_resume_supported() -> bool:
-    """Whether exact resume may restore the resumed file's states: mmengine
-    is the release its private API was checked against, and the file was
-    read by :func:`~.load.load` (its ``resume_state`` checked). If not, says
-    that the resume is mmengine's own."""
+    """Whether mmengine is the release exact resume was checked against and
+    the file was read by :func:`~.load.load`; if not, says so."""
     ours = getattr(mmengine_checkpoint.CheckpointLoader.load_checkpoint,
                    '__func__', None) is _load_checkpoint
     why = f'mmengine {mmengine.__version__}, not {MMENGINE_VERSION}' if \
@@ -73,9 +58,8 @@ def diff_rank_seed(runner) -> bool:
 
 
 def skip_iterations(loop, loader, calls: int) -> None:
-    """Make the ``calls`` ``next()`` calls with which an
-    ``IterBasedTrainLoop`` skips to its resumed iteration free (the
-    sampler skips the indices), the later ones the loader's."""
+    """The ``calls`` ``next()`` calls an ``IterBasedTrainLoop`` makes to
+    reach its resumed iteration cost nothing (the sampler skips)."""
     from mmengine.runner.loops import _InfiniteDataloaderIterator
     loop.dataloader_iterator = itertools.chain(
         itertools.repeat(None, calls), _InfiniteDataloaderIterator(loader))

@@ -1,14 +1,8 @@
-"""Our checkpoints hold tensors and plain Python only.
-
-mmengine's Runner writes the message hub as it is: ``HistoryBuffer``s of
-numpy arrays and numpy scalars, and a ``OneCycleLR`` pickles its annealing
-function. Those need globals outside torch's weights-only allow-list. Here
-they are converted on save (:func:`plain_checkpoint`, called by
-:class:`~tlalign_mm.checkpoint.hooks.CheckpointSafetyHook` in
-``before_save_checkpoint``) and the message hub is restored on load
-(by :func:`~.load.load`), so our files load with
-``torch.load(path, weights_only=True)`` and nothing else. The
-generator states of exact resume (:func:`capture_rng`) are plain too.
+"""Our checkpoints hold tensors and plain Python only: mmengine's
+``HistoryBuffer``s, numpy values and ``OneCycleLR``'s annealing function
+need globals outside torch's weights-only allow-list, so they are converted
+on save (:func:`plain_checkpoint`) and the message hub rebuilt by
+:func:`~.load.load`. The generator states of exact resume are plain too.
 """
 import random
 from typing import Any, Dict
@@ -71,11 +65,9 @@ def _apply(state: Dict[str, Any], python, numpy, torch_set) -> None:
 
 def check_resume_state(state: Dict[str, Any]) -> None:
     """Raise unless ``state`` is what :class:`~.hooks.LastCheckpointHook`
-    saves: an integer ``sampler_seed`` and ``rng`` as :func:`capture_rng`
-    returns it, applied to fresh generators, which check their own states;
-    but numpy's legacy MT19937 takes any position (a resumed draw would
-    read past its key), so its key of 624 words and position in [0, 624]
-    are checked here."""
+    saves, applied to fresh generators (which check their own states, but
+    numpy's MT19937 takes any position: a draw would read past its
+    624-word key)."""
     rng, seed = state.get('rng'), state.get('sampler_seed')
     if set(state) - {'rng', 'sampler_seed'} or not (
             seed is None or type(seed) is int and 0 <= seed < 2**63):

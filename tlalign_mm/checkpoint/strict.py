@@ -58,11 +58,6 @@ def _shape(text: str) -> Tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r'\d+', text))
 
 
-def _same(tensor, own: torch.Tensor) -> bool:
-    return torch.is_tensor(tensor) and \
-        torch.equal(tensor.to(own.device, own.dtype), own)
-
-
 def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
                   source: str, allow_missing: Sequence[str] = (),
                   allow_unexpected: Sequence[str] = (),
@@ -73,15 +68,14 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
     Args:
         allow_missing / allow_unexpected: fnmatch patterns of keys that may
             be absent from the checkpoint / ignored by the module.
-        hint (str): the last line of the error (what to check, how to
-            opt out).
+        hint (str): the error's last line (what to check, how to opt out).
 
     Returns:
         tuple: the allowed missing keys, the allowed unexpected keys and
         ``(key, file shape, model shape)`` of tensors a load hook resized.
 
     Raises:
-        CheckpointMismatchError: listing every missing, unexpected and
+        CheckpointMismatchError: naming every missing, unexpected and
             mis-shaped key.
     """
     own = module.state_dict()
@@ -93,8 +87,8 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
         # change nothing. (SwinTransformerV2 drops relative_position_index
         # and relative_coords_table, rebuilt from its window size; from
         # another window size they differ and stay missing.)
-        missing = [k for k in result.missing_keys
-                   if not _same(state_dict.get(k), own[k])]
+        missing = [k for k in result.missing_keys if not (torch.is_tensor(
+            t := state_dict.get(k)) and torch.equal(t.to(own[k]), own[k]))]
         unexpected = result.unexpected_keys
     except RuntimeError as error:
         mismatched = [f'{k} {_shape(a)} in the checkpoint, {_shape(b)} in '
@@ -109,16 +103,14 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
     bad_unexpected = [k for k in unexpected
                       if not any(fnmatchcase(k, p) for p in allow_unexpected)]
     if bad_missing or bad_unexpected or mismatched:
-        lines = [f'Checkpoint {source} does not fit {type(module).__name__}'
-                 ': loading it would leave these weights as initialised.']
-        for what, keys in (('missing in the checkpoint', bad_missing),
-                           ('unexpected in the checkpoint', bad_unexpected),
-                           ('shape differs', mismatched)):
-            if keys:
-                lines.append(f'  {what} ({len(keys)}): {key_list(keys)}')
-        if hint:
-            lines.append(hint)
-        raise CheckpointMismatchError('\n'.join(lines))
+        parts = (('missing in the checkpoint', bad_missing),
+                 ('unexpected in the checkpoint', bad_unexpected),
+                 ('shape differs', mismatched))
+        raise CheckpointMismatchError('\n'.join(
+            [f'Checkpoint {source} does not fit {type(module).__name__}: '
+             'loading it would leave these weights as initialised.'] +
+            [f'  {what} ({len(keys)}): {key_list(keys)}'
+             for what, keys in parts if keys] + [hint] * bool(hint)))
     resized = [(k, tuple(v.shape), tuple(own[k].shape))
                for k, v in state_dict.items()
                if k in own and v.shape != own[k].shape]

@@ -1,30 +1,19 @@
 """Export a classifier checkpoint as a tensors-only file
 (``tools/export_backbone.py``).
 
-:func:`export_backbone`: a Runner checkpoint (``{'meta', 'state_dict',
-'message_hub', 'optimizer', 'param_schedulers'}``) becomes ``{'meta',
-'state_dict'}`` with only the ``backbone.*`` tensors and plain-typed ``meta``
-(the pretraining backbone config from ``meta['cfg']``, which
-:func:`~tlalign_mm.checkpoint.load` parses, never runs), so it loads with
-``torch.load(path, weights_only=True)`` in any environment, and is a fraction
-of the size. The key layout is mmpretrain's for every target: the downstream
-configs of this package build mmpretrain's backbones inside mmseg and mmdet
-(``type='mmpretrain.VisionTransformer'``), so no key or tensor conversion is
-needed. Keys keep their ``backbone.`` prefix: the same ``init_cfg``
-(``prefix='backbone.'``) reads the Runner checkpoint and the export alike.
+:func:`export_backbone`: ``{'meta', 'state_dict'}`` with the ``backbone.*``
+tensors (prefix kept: the same ``init_cfg`` reads the Runner checkpoint and
+the export) and plain ``meta`` (the pretraining backbone config from
+``meta['cfg']``, parsed, never run). The layout is mmpretrain's for every
+target: the downstream configs build mmpretrain's backbones inside mmseg
+and mmdet.
 
-:func:`export_timm`: a ``PooledTIMMBackbone`` classifier becomes a plain
-timm state dict: the ``backbone.timm_model.`` prefix is stripped and the
-head's ``Linear`` renamed to timm's ``head`` (for distilled DeiT also
-``head_dist``: timm averages ``head(cls)`` and ``head_dist(dist)``, which
-with both set to the trained head is ``head((cls + dist) / 2)``, what the
-mmpretrain head computed), so that ::
-
-    model = timm.create_model(name, pretrained=False, **kwargs)
-    model.load_state_dict(torch.load(path, weights_only=True), strict=True)
-
-loads it; the export builds that model and loads the file strictly before
-it returns ``name`` and ``kwargs`` (the training config's).
+:func:`export_timm`: a ``PooledTIMMBackbone`` classifier as a timm state
+dict (``backbone.timm_model.`` stripped, the head's ``Linear`` as timm's
+``head``, and for distilled DeiT also ``head_dist``: timm averages
+``head(cls)`` and ``head_dist(dist)``, which with both the trained head is
+what the mmpretrain head computed), checked to load strictly into
+``timm.create_model(name, **kwargs)``.
 """
 import hashlib
 import json
@@ -47,17 +36,13 @@ _NOT_TIMM_ARGS = ('type', 'init_cfg', 'pretrained', 'checkpoint_path',
 
 
 def _plain(value):
-    """JSON round trip: tuples become lists; anything else is dropped."""
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError):
-        return None
+    """JSON round trip: tuples become lists, anything else None."""
+    return json.loads(json.dumps(value, default=lambda _: None))
 
 
 def _recorded_model(ckpt: dict) -> Optional[dict]:
-    """The model config of the training run: ``meta['cfg']``, which
-    :func:`~tlalign_mm.checkpoint.load` parses into data (``None`` if it is
-    absent or was not plain data)."""
+    """The training run's model config (``meta['cfg']``, parsed by
+    :func:`~tlalign_mm.checkpoint.load`), or ``None``."""
     return ckpt.get('meta', {}).get('cfg', {}).get('model')
 
 
@@ -79,10 +64,8 @@ def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
                     prefix: str = 'backbone.', check: Optional[str] = None
                     ) -> dict:
     """Write the ``prefix`` tensors of the classifier checkpoint ``src`` to
-    ``dst``, for the library ``to`` (recorded in ``meta``); with ``check``
-    (a downstream config), only if its backbone loads them strictly
-    (:func:`check_export`). Returns the ``meta`` written (plain types
-    only).
+    ``dst`` for the library ``to``; with ``check`` (a downstream config),
+    only if its backbone loads them strictly. Returns the ``meta`` written.
 
     Raises:
         CheckpointMismatchError: no tensor under ``prefix``, or
@@ -120,8 +103,7 @@ def check_export(path: str, config: str) -> str:
     strict ``Pretrained`` its ``init_cfg`` must be; return its type name.
 
     Raises:
-        CheckpointMismatchError: the init_cfg is not the strict loader, or a
-            key does not load.
+        CheckpointMismatchError: not the strict loader, or a key that fails.
     """
     from mmengine.registry import MODELS, init_default_scope
     cfg = Config.fromfile(config)
@@ -129,10 +111,8 @@ def check_export(path: str, config: str) -> str:
     init = cfg.model.backbone.get('init_cfg')
     if not (isinstance(init, dict) and init.get('type') == 'Pretrained'
             and init.get('_scope_') == SCOPE):
-        raise CheckpointMismatchError(
-            f'{config}: the backbone init_cfg is not the strict loader '
-            f"(dict(type='Pretrained', _scope_={SCOPE!r}, ...)); got "
-            f'{init!r}')
+        raise CheckpointMismatchError(f"{config}: the backbone init_cfg is "
+                                      f'not the strict loader, {init!r}')
     init.checkpoint = path
     module = MODELS.build(cfg.model.backbone)
     # the initializer alone: init_weights would also re-initialise every
@@ -144,16 +124,13 @@ def check_export(path: str, config: str) -> str:
 def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
     """Write the timm state dict of ``src`` (a ``PooledTIMMBackbone``
     classifier checkpoint) to ``dst``; ``config``: the training config
-    (default: the one the checkpoint records).
-
-    Returns:
-        dict: ``model_name``, ``kwargs`` (``timm.create_model``'s, with
-        ``num_classes``), ``num_tensors``, ``head`` (the checkpoint's head
-        prefix exported, or ``None``).
+    (default: the one the checkpoint records). Returns ``model_name``,
+    ``kwargs`` (``timm.create_model``'s), ``num_tensors`` and ``head`` (the
+    head prefix exported, or ``None``).
 
     Raises:
         CheckpointMismatchError: no timm tensors, a head timm cannot hold, or
-            a state dict that ``timm.create_model`` does not load strictly.
+        a state dict that ``timm.create_model`` does not load strictly.
     """
     import timm
     ckpt = load(src)
@@ -161,9 +138,8 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
         _recorded_model(ckpt)
     if model is None:
         raise CheckpointMismatchError(
-            f'{src!r}: its meta.cfg is missing or not a plain config (it is '
-            'parsed, never run), so the timm model name is unknown: pass '
-            'the training config (--config).')
+            f'{src!r}: its meta.cfg is missing or not a plain config, so the '
+            'timm model name is unknown: pass the training config (--config)')
     backbone = plain_backbone_cfg(dict(model['backbone']))
     if backbone.get('type') != 'PooledTIMMBackbone':
         raise ValueError(f"--format timm exports PooledTIMMBackbone models; "
@@ -176,9 +152,8 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
     tensors = {k: v.detach().cpu().clone().contiguous() for k, v in
                state_dict_of(ckpt, src, TIMM_PREFIX).items()}
     if any(k.startswith('head.layers.pre_logits') for k in state_dict):
-        raise CheckpointMismatchError(
-            "The head has a hidden pre-logits layer, which timm's "
-            'VisionTransformer does not have.')
+        raise CheckpointMismatchError("The head's hidden pre-logits layer "
+                                      "is not in timm's VisionTransformer")
     # mmpretrain heads whose classifier is one Linear, and where it is
     head = next((p for p in ('head.fc.', 'head.layers.head.')
                  if f'{p}weight' in state_dict), None)

@@ -26,14 +26,10 @@ ALEXNET_ERR = dict(
 
 @METRICS.register_module()
 class SubsetAccuracy(Accuracy):
-    """mmpretrain's top-k ``Accuracy`` with the prediction restricted to a
-    class subset.
-
-    ImageNet-A and -R cover 200 of ImageNet's 1000 classes; the standard
-    protocol takes the arg-max over those 200 logits only. The subset comes
-    from ``subset_indices`` or, by default, from the dataset's
-    ``metainfo['subset_indices']`` (:class:`ImageNetA`, :class:`ImageNetR`).
-    Labels are ImageNet-1k indices (one outside the subset is a miss).
+    """mmpretrain's top-k ``Accuracy`` over a class subset: ImageNet-A and
+    -R cover 200 of the 1000 classes, and the protocol takes the arg-max
+    over those logits only. The subset is ``subset_indices`` or the
+    dataset's ``metainfo['subset_indices']``; a label outside it is a miss.
 
     Args:
         topk (Sequence[int]): defaults to ``(1, )``.
@@ -42,11 +38,9 @@ class SubsetAccuracy(Accuracy):
     """
     default_prefix = 'subset_accuracy'
 
-    def __init__(self,
-                 topk: Sequence[int] = (1, ),
+    def __init__(self, topk: Sequence[int] = (1, ),
                  subset_indices: Optional[Sequence[int]] = None,
-                 collect_device: str = 'cpu',
-                 prefix: Optional[str] = None):
+                 collect_device: str = 'cpu', prefix: Optional[str] = None):
         super().__init__(topk, thrs=None, collect_device=collect_device,
                          prefix=prefix)
         self.subset = subset_indices
@@ -55,9 +49,8 @@ class SubsetAccuracy(Accuracy):
         subset = self.subset or (self.dataset_meta or {}).get(
             'subset_indices')
         if subset is None:
-            raise ValueError(
-                'SubsetAccuracy needs subset_indices, or a dataset whose '
-                "metainfo has 'subset_indices' (ImageNetA, ImageNetR).")
+            raise ValueError('SubsetAccuracy needs subset_indices, or a '
+                             "dataset with metainfo['subset_indices']")
         # scores and labels in subset positions (-1: outside, never hit)
         position = {int(c): i for i, c in enumerate(subset)}
         restricted = [dict(pred_score=sample['pred_score'][list(subset)],
@@ -68,19 +61,10 @@ class SubsetAccuracy(Accuracy):
 
 
 def mce(errors: dict, corruptions: Sequence[str] = CORRUPTIONS) -> dict:
-    """Corruption Errors and their mean from top-1 errors.
-
-    Args:
-        errors (dict): ``{(corruption, severity): top-1 error in [0, 1]}``.
-        corruptions: the corruptions to average over.
-
-    Returns:
-        dict: ``CE`` ``{corruption: CE}`` and ``error`` ``{corruption: mean
-        error over severities}`` in [0, 1] units, and ``mCE``, the mean CE,
-        where ``CE_c = sum_s E_{s,c} / sum_s E^AlexNet_{s,c}`` (Hendrycks &
-        Dietterich 2019; AlexNet's errors are averages over the 5
-        severities, so the ratio of means is the ratio of sums).
-    """
+    """``CE`` and ``error`` per corruption and ``mCE`` (in [0, 1]) from
+    ``errors`` ``{(corruption, severity): top-1 error}``: ``CE_c = sum_s
+    E_{s,c} / sum_s E^AlexNet_{s,c}`` (Hendrycks & Dietterich 2019; AlexNet's
+    are means over 5 severities: the ratio of means)."""
     ce, err = {}, {}
     for c in corruptions:
         per_severity = [e for (cc, _), e in errors.items() if cc == c]
@@ -95,12 +79,10 @@ def mce(errors: dict, corruptions: Sequence[str] = CORRUPTIONS) -> dict:
 class CorruptionError(BaseMetric):
     """ImageNet-C: mean Corruption Error (mCE), normalised by AlexNet.
 
-    Each data sample must carry ``corruption`` and ``severity`` (from
-    :class:`ImageNetC` through ``PackInputs(meta_keys=(..., 'corruption',
-    'severity'))``). Reports, in percent: ``mCE``, ``top1`` (accuracy over
-    all corrupted images), and per corruption ``CE/<name>`` and
-    ``error/<name>`` (top-1 error averaged over severities). Every
-    severity 1-5 of every corruption in ``corruptions`` must be present.
+    Each sample carries ``corruption`` and ``severity`` (``ImageNetC``
+    through ``PackInputs(meta_keys=(..., 'corruption', 'severity'))``).
+    Reports, in percent, ``mCE``, ``top1``, and per corruption ``CE/<name>``
+    and ``error/<name>``; every severity of every corruption must be there.
 
     Args:
         corruptions (Sequence[str]): defaults to the 15 of mCE.
@@ -109,11 +91,9 @@ class CorruptionError(BaseMetric):
     """
     default_prefix = 'imagenet_c'
 
-    def __init__(self,
-                 corruptions: Sequence[str] = CORRUPTIONS,
+    def __init__(self, corruptions: Sequence[str] = CORRUPTIONS,
                  severities: Sequence[int] = (1, 2, 3, 4, 5),
-                 collect_device: str = 'cpu',
-                 prefix: Optional[str] = None):
+                 collect_device: str = 'cpu', prefix: Optional[str] = None):
         super().__init__(collect_device=collect_device, prefix=prefix)
         unknown = [c for c in corruptions if c not in ALEXNET_ERR]
         if unknown:
@@ -125,10 +105,10 @@ class CorruptionError(BaseMetric):
     def process(self, data_batch, data_samples: Sequence[dict]) -> None:
         for sample in data_samples:
             if 'corruption' not in sample or 'severity' not in sample:
-                raise KeyError(
-                    'CorruptionError needs `corruption` and `severity` in '
-                    "each data sample: use PackInputs(meta_keys=(..., "
-                    "'corruption', 'severity')) with the ImageNetC dataset.")
+                raise KeyError('CorruptionError needs `corruption` and '
+                               '`severity` in each data sample: ImageNetC with'
+                               " PackInputs(meta_keys=(..., 'corruption', "
+                               "'severity'))")
             pred = sample['pred_score'].argmax() if 'pred_score' in sample \
                 else sample['pred_label']
             self.results.append((sample['corruption'], int(sample['severity']),

@@ -1,10 +1,8 @@
 """Strict loading of a pretrained backbone: every key or it fails.
 
-mmengine's ``init_cfg=dict(type='Pretrained', ...)`` loads with
-``strict=False``: a missing, unexpected or wrongly shaped tensor is a log
-warning, and a wrong ``prefix`` leaves the backbone randomly initialised.
-This module registers a strict ``Pretrained`` in the ``tlalign_mm`` scope;
-a config selects it with ``_scope_``::
+mmengine's ``Pretrained`` init loads with ``strict=False`` (a wrong
+``prefix`` leaves the backbone randomly initialised, with a log warning).
+This one, in the ``tlalign_mm`` scope, is selected with ``_scope_``::
 
     backbone=dict(
         type='mmpretrain.VisionTransformer', ...,
@@ -14,19 +12,11 @@ a config selects it with ``_scope_``::
                        'epoch_300.pth',
             prefix='backbone.', strict=True))
 
-The name must be ``'Pretrained'``: mmengine's ``BaseModule.init_weights``
-runs that type (and only that type) after the children's own
-``init_weights``, and mmpretrain's ViT/Swin skip re-initialising their
-position embeddings only for it; any other name would be overwritten.
-``strict=True`` is spelled out in configs on purpose: mmengine's own
-``Pretrained`` does not accept it, so a config that loses its ``_scope_``
-fails instead of loading non-strictly.
-
-The file is read by :func:`tlalign_mm.checkpoint.load` and loaded by
-:func:`tlalign_mm.checkpoint.load_strictly` (after the backbone's load
-hooks, e.g. mmpretrain's position-embedding resize); intentional exceptions
-are ``allow_missing`` / ``allow_unexpected`` fnmatch patterns, logged by
-name.
+The name must be ``'Pretrained'``: ``BaseModule.init_weights`` runs that
+type (only that one) after the children's ``init_weights``, and
+mmpretrain's ViT/Swin keep their position embeddings only for it.
+``strict=True`` is spelled out: mmengine's ``Pretrained`` refuses it, so a
+config that loses its ``_scope_`` fails instead of loading non-strictly.
 """
 from typing import Optional, Sequence
 
@@ -34,13 +24,8 @@ import torch.nn as nn
 from mmengine.logging import print_log
 from mmengine.model.weight_init import update_init_info
 
-from tlalign_mm.checkpoint import (
-    CheckpointMismatchError,
-    load,
-    load_strictly,
-    state_dict_of,
-)
-from tlalign_mm.checkpoint.strict import key_list
+from tlalign_mm.checkpoint import CheckpointMismatchError, load
+from tlalign_mm.checkpoint.strict import key_list, load_strictly, state_dict_of
 from tlalign_mm.registry import WEIGHT_INITIALIZERS
 
 HINT = ('Check the backbone config (arch, out_indices, final_norm, '
@@ -62,37 +47,28 @@ class StrictPretrainedInit:
         strict (bool): must be ``True``; for non-strict loading use
             mmengine's ``Pretrained`` (without ``_scope_``).
         allow_missing (Sequence[str]): fnmatch patterns of backbone keys
-            that may be absent from the checkpoint (they keep their
-            initialisation).
+            that may be absent from the checkpoint (left as initialised).
         allow_unexpected (Sequence[str]): fnmatch patterns of checkpoint
             keys the backbone may ignore.
         map_location (str): as :func:`torch.load`. Defaults to ``'cpu'``.
         hint (str, optional): said when ``checkpoint`` does not exist
-            (configs name the variable that sets it and the command that
-            makes the file).
+            (configs name the variable to set and the command that makes it).
     """
 
-    def __init__(self,
-                 checkpoint: str,
-                 prefix: str = 'backbone.',
-                 strict: bool = True,
-                 allow_missing: Sequence[str] = (),
-                 allow_unexpected: Sequence[str] = (),
-                 map_location='cpu',
+    def __init__(self, checkpoint: str, prefix: str = 'backbone.',
+                 strict: bool = True, allow_missing: Sequence[str] = (),
+                 allow_unexpected: Sequence[str] = (), map_location='cpu',
                  hint: Optional[str] = None):
         if strict is not True:
-            raise ValueError(
-                f'This Pretrained initializer is strict (got strict='
-                f'{strict!r}); list intentional exceptions in allow_missing/'
-                "allow_unexpected, or use mmengine's Pretrained (no "
-                '_scope_) for a non-strict load.')
-        if isinstance(allow_missing, str) or isinstance(allow_unexpected,
-                                                        str):
+            raise ValueError(f'This Pretrained is strict (strict={strict!r}): '
+                             'list exceptions in allow_missing/unexpected, '
+                             "or use mmengine's (no _scope_)")
+        if str in (type(allow_missing), type(allow_unexpected)):
             raise TypeError('allow_missing / allow_unexpected must be a list '
                             'of patterns, not a string')
         self.checkpoint, self.prefix, self.hint = checkpoint, prefix, hint
-        self.allow = (tuple(allow_missing), tuple(allow_unexpected))
-        self.map_location = map_location
+        self.allow, self.map_location = (tuple(allow_missing), tuple(
+            allow_unexpected)), map_location
 
     def __call__(self, module: nn.Module) -> None:
         source = f'{self.checkpoint!r} (prefix {self.prefix!r})'
@@ -107,15 +83,13 @@ class StrictPretrainedInit:
         state_dict = state_dict_of(ckpt, self.checkpoint, self.prefix)
         missing, unexpected, resized = load_strictly(
             module, state_dict, source, *self.allow, hint=HINT)
-        print_log(
-            f'Loaded {len(state_dict) - len(unexpected)} tensors into '
-            f'{type(module).__name__} from {source}, strictly'
-            + (f'; new by design (allow_missing), left as initialised: '
-               f'{key_list(missing)}' if missing else '')
-            + (f'; ignored (allow_unexpected): {key_list(unexpected)}'
-               if unexpected else '')
-            + ("; resized by the backbone's load hook: " + ', '.join(
-                f'{k} {a}->{b}' for k, a, b in resized) if resized else ''),
-            logger='current')
+        notes = ''.join(f'; {what}: {key_list(keys)}' for what, keys in (
+            ('new by design (allow_missing), left as initialised', missing),
+            ('ignored (allow_unexpected)', unexpected),
+            ("resized by the backbone's load hook",
+             [f'{k} {a}->{b}' for k, a, b in resized])) if keys)
+        print_log(f'Loaded {len(state_dict) - len(unexpected)} tensors into '
+                  f'{type(module).__name__} from {source}, strictly{notes}',
+                  logger='current')
         if hasattr(module, '_params_init_info'):
             update_init_info(module, f'strictly loaded from {source}')

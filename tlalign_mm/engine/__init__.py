@@ -1,11 +1,6 @@
-"""Training-loop pieces for mmengine runs.
-
-``PlainParamGroupsHook`` (any OpenMMLab run) is in the ``tlalign_mm``
-registry scope (:mod:`tlalign_mm.registry`), with the checkpoint hooks of
-:mod:`tlalign_mm.checkpoint`; the mmpretrain-only pieces
-(``LabelDriftHook``, ``MergedParamGroupsConstructor``) are in mmpretrain's
-registries.
-"""
+"""Training-loop pieces: ``PlainParamGroupsHook`` (``tlalign_mm`` scope,
+any OpenMMLab run); ``LabelDriftHook`` and ``MergedParamGroupsConstructor``
+(mmpretrain's registries)."""
 from .label_drift_hook import LabelDriftHook
 from .merged_param_groups import (
     MergedParamGroupsConstructor,

@@ -17,24 +17,13 @@ EPOCH_KEYS = tuple(f'label_drift_epoch/{name}' for name in DRIFT_NAMES)
 
 @HOOKS.register_module()
 class LabelDriftHook(Hook):
-    """Log, per training epoch, how far the target a ``TLAlignClassifier``
-    trained on (TL-Align's aligned label, or TransMix's) is from the area
-    label CutMix would have used: the epoch means of the ``label_drift/*``
-    values its loss dict reports per batch
-    (:func:`tlalign_mm.core.label_drift.label_drift`: ``abs_diff``,
-    ``entropy``, ``entropy_area``, ``flip_rate``), each batch counting once.
-
-    They arrive with the step's outputs (mmengine hands the loss dict's
-    values to ``after_train_iter``); their epoch means go, as
-    ``label_drift_epoch/<name>``, to the runner's logger and, with ``step``
-    the epoch number, to its visualizer (``vis_data/scalars.json``). (The
-    training log writes the per-step values as ``label_drift/<name>`` with
-    the iteration as step: one name per series.)
-    A model whose loss has no ``label_drift/*`` (an ``ImageClassifier``, or
-    a ``TLAlignClassifier`` with ``target='cutmix'``) logs nothing.
-
-    The sums stay on the device during the epoch and are read back once, at
-    its end; under distributed training they are summed over the ranks.
+    """Log per training epoch how far a ``TLAlignClassifier``'s target
+    (aligned or TransMix) is from CutMix's area label: the epoch means of
+    the ``label_drift/*`` values of its loss dict
+    (:func:`tlalign_mm.core.label_drift.label_drift`), each batch once, as
+    ``label_drift_epoch/<name>`` to the logger and, with the epoch as
+    step, the visualizer. A loss without them logs nothing. The sums stay
+    on the device (summed over ranks) and are read back once per epoch.
     """
 
     priority = 'NORMAL'

@@ -9,13 +9,10 @@ from tlalign_mm.registry import HOOKS
 class PlainParamGroupsHook(Hook):
     """Make the optimizer's parameter groups plain ``dict``s before training.
 
-    mmengine's ``DefaultOptimWrapperConstructor`` builds them as
-    ``ConfigDict``s. With ``compile=True`` the runner compiles
-    ``model.train_step``, optimizer step included, and dynamo (torch 2.14)
-    fails on a ``dict`` subclass there (``InternalTorchDynamoError:
-    'UserDefinedDictVariable' object has no attribute 'items'``), for any
-    model. The groups keep their keys and values, and the parameter
-    schedulers, which read the groups through the optimizer, are unaffected.
+    mmengine builds them as ``ConfigDict``s, and with ``compile=True``
+    dynamo (torch 2.14) fails on that ``dict`` subclass in the compiled
+    optimizer step (``'UserDefinedDictVariable' object has no attribute
+    'items'``). Keys, values and the schedulers are unaffected.
 
     Use it with ``compile``::
 

@@ -1,12 +1,7 @@
 """A schedule that does not fit its run fails before the Runner is built,
-naming the warm-up and how to shrink it.
-
-mmengine gives a scheduler without ``end`` the run's length
-(``max_epochs`` or ``max_iters``); a run no longer than the warm-up (the
-schedulers that end where this one begins) then fails deep in the Runner
-with ``end should be larger than begin``. ``tools/train.py`` and
-``tools/smoke.py`` call :func:`check_schedule` first.
-"""
+naming the warm-up and how to shrink it (mmengine gives a scheduler without
+``end`` the run's length, and a run no longer than the warm-up fails deep
+in the Runner with ``end should be larger than begin``)."""
 from typing import Mapping
 
 __all__ = ['check_schedule']
