@@ -129,6 +129,12 @@ def files(marker):
         'rng_position_624': (ckpt(resume_state=rng_at(624)), None),
         'rng_numpy_key': (ckpt(resume_state=dict(rng=dict(rng, numpy=(
             'MT19937', [1, 2], 0, 0, 0.0)))), state),
+        'rng_torch_short': (ckpt(resume_state=dict(rng=dict(
+            rng, torch=torch.zeros(3, dtype=torch.uint8)))), state),
+        'rng_python_short': (ckpt(resume_state=dict(rng=dict(
+            rng, python=(3, (1, 2), None)))), state),
+        'sampler_seed_text': (ckpt(resume_state=dict(sampler_seed='0')),
+                              state),
         'sparse_tensor': (dict(state_dict=dict(w=torch.ones(2).to_sparse())),
                           "state_dict['w'] is a torch.sparse_coo"),
         'quantized_tensor': (dict(state_dict=dict(w=torch.quantize_per_tensor(
