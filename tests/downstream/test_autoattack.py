@@ -216,7 +216,7 @@ def tiny_imagenet_run(tmp_path_factory):
     predictions (clean top-1 = 100% by construction)."""
     tmp = tmp_path_factory.mktemp('aa')
     ckpt = str(tmp / 'epoch_300.pth')
-    make_pretrain_checkpoint(PRETRAIN, ckpt, TINY_VIT, 32)
+    make_pretrain_checkpoint(PRETRAIN, ckpt)
     root = write_imagenet_val(str(tmp / 'imagenet'), 5)
     cfg = Config.fromfile(PRETRAIN)
     cfg.model.backbone.arch = dict(TINY_VIT)
