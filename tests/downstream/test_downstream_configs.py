@@ -4,8 +4,8 @@ TL-Align (or, in its twin, CutMix) ImageNet checkpoint of this repository
 fine-tune of the official checkpoint, and the official checkpoint itself;
 that the twins differ only in it: tests/test_configs.py), and the real-size
 backbone of each pretraining config loads strictly into the real-size
-backbone of each downstream config (the only resize being ViT's pos_embed,
-14x14 -> 32x32 patches at 512)."""
+backbone of each downstream config (one per family and
+task)."""
 import glob
 import os.path as osp
 import re
@@ -20,10 +20,8 @@ from tlalign_mm.registry import SCOPE
 from ..config_snapshot import load
 from .tiny import ROOT
 
-FAMILIES = ('upernet', 'cascade_mask_rcnn', 'transfer')
-CONFIGS = sorted(
-    p for family in FAMILIES
-    for p in glob.glob(osp.join(ROOT, 'configs', family, '*.py')))
+CONFIGS = sorted(p for family in ('upernet', 'cascade_mask_rcnn', 'transfer')
+                 for p in glob.glob(osp.join(ROOT, 'configs', family, '*.py')))
 TLALIGN = [p for p in CONFIGS if '_tlalign-in1k-pre' in p]
 # work_dirs/<the configs/tlalign/ run that made it>/epoch_<last>.pth
 CKPT = re.compile(r'^work_dirs/(?P<pre>[^_/]+_[^_/]+-(?P<kind>tlalign|cutmix)'
@@ -31,13 +29,6 @@ CKPT = re.compile(r'^work_dirs/(?P<pre>[^_/]+_[^_/]+-(?P<kind>tlalign|cutmix)'
 # The B models follow the paper's protocol: TL-Align is the 40-epoch
 # fine-tune of the official checkpoint, which is the CutMix twin's.
 B_MODEL = re.compile(r'(deit|swin)-base')
-
-
-def official_checkpoint(pre: str) -> str:
-    """The official checkpoint the -ft40e fine-tune of ``pre`` starts from
-    (its ``load_from``)."""
-    return load(osp.join(ROOT, 'configs', 'tlalign',
-                           f'{pre}.py')).load_from
 
 
 def rel(path):
@@ -56,7 +47,9 @@ def test_strict_loader_from_a_pretraining_run(path):
     if b_model and kind == 'cutmix':
         ours = load(path.replace('_cutmix-in1k-pre', '_tlalign-in1k-pre'))
         pre = CKPT.match(ours.model.backbone.init_cfg.checkpoint)['pre']
-        assert init.checkpoint == official_checkpoint(pre)
+        # the official checkpoint the -ft40e fine-tune starts from
+        assert init.checkpoint == load(osp.join(
+            ROOT, 'configs', 'tlalign', f'{pre}.py')).load_from
         return
     match = CKPT.match(init.checkpoint)
     assert match, init.checkpoint
@@ -69,54 +62,32 @@ def test_strict_loader_from_a_pretraining_run(path):
     assert match['pre'].split('_')[0].endswith(arch), (arch, match['pre'])
 
 
-_PRETRAINED = {}
+# one per family and task: the Swins of UperNet and Cascade, the ViTs of
+# each size, differ in drop-path only
+STRUCTURES = [p for p in TLALIGN if re.search(
+    'upernet_deit-small|cascade-mask-rcnn_swin-tiny|deit-tiny.*cifar10.py', p)]
 
 
-def pretrained_backbone(pretrain_config):
-    """The ``backbone.*`` state dict of a real-size TL-Align classifier."""
-    if pretrain_config not in _PRETRAINED:
-        init_default_scope('mmpretrain')
-        from mmpretrain.registry import MODELS as PRETRAIN_MODELS
-        model = PRETRAIN_MODELS.build(load(pretrain_config).model)
-        _PRETRAINED.clear()  # keep one in memory
-        _PRETRAINED[pretrain_config] = {
-            k[len('backbone.'):]: v
-            for k, v in model.state_dict().items()
-            if k.startswith('backbone.')
-        }
-    return _PRETRAINED[pretrain_config]
-
-
-# one downstream config per distinct backbone (the transfer configs of one
-# arch share theirs; cascade and upernet Swins differ in drop-path only)
-STRUCTURES = [
-    p for p in TLALIGN if 'transfer' not in p or p.endswith('_cifar10.py')
-]
-
-
-@pytest.mark.parametrize('path', sorted(STRUCTURES, key=lambda p: (
-    CKPT.match(load(p).model.backbone.init_cfg.checkpoint)['pre'],
-    p)), ids=rel)
+@pytest.mark.parametrize('path', STRUCTURES, ids=rel)
 def test_real_size_pretrained_backbone_loads_strictly(path):
+    """The real-size backbone of the pretraining config loads strictly into
+    the real-size backbone of the downstream config (the only resize:
+    ViT's pos_embed, 14x14 -> 32x32 patches at 512)."""
+    from mmpretrain.registry import MODELS as PRETRAIN_MODELS
     cfg = load(path)
     init = cfg.model.backbone.init_cfg
     pre = CKPT.match(init.checkpoint)['pre']
-    state_dict = pretrained_backbone(
-        osp.join(ROOT, 'configs', 'tlalign', f'{pre}.py'))
+    init_default_scope('mmpretrain')
+    state_dict = {k[len('backbone.'):]: v for k, v in PRETRAIN_MODELS.build(
+        load(osp.join(ROOT, 'configs', 'tlalign', f'{pre}.py')).model
+    ).state_dict().items() if k.startswith('backbone.')}
     init_default_scope(cfg.default_scope)
-    backbone_cfg = cfg.model.backbone.copy()
-    backbone_cfg.pop('init_cfg')
-    backbone = MODELS.build(backbone_cfg)
+    backbone = MODELS.build(dict(cfg.model.backbone, init_cfg=None))
     missing, unexpected, resized = load_strictly(
-        backbone, dict(state_dict), pre, init.get('allow_missing', ()),
+        backbone, state_dict, pre, init.get('allow_missing', ()),
         init.get('allow_unexpected', ()))
     assert not unexpected
-    if 'swin' in pre:
-        assert sorted(missing) == [f'norm{i}.{p}' for i in range(3)
-                                   for p in ('bias', 'weight')]
-    else:
-        assert not missing
-    if 'upernet' in path and 'deit' in pre:
-        assert resized == [('pos_embed', (1, 197, 384), (1, 1025, 384))]
-    else:
-        assert not resized
+    assert sorted(missing) == ([f'norm{i}.{p}' for i in range(3) for p in (
+        'bias', 'weight')] if 'swin' in pre else [])
+    assert resized == ([('pos_embed', (1, 197, 384), (1, 1025, 384))]
+                       if 'upernet' in path else [])

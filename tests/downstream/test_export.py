@@ -1,23 +1,29 @@
 """tools/export_backbone.py: a tensors-only backbone file that loads with
-``torch.load(weights_only=True)`` without tlalign_mm, and a check that a
-downstream config's backbone loads it strictly."""
+``torch.load(weights_only=True)`` and torch's own allow-list (no
+tlalign_mm, no mmengine), a check that a downstream config's backbone
+loads it strictly, a timm state dict that timm loads strictly; it never
+writes over its input, never runs the config a checkpoint records, and
+says one line for a refused file (``--debug``: the traceback)."""
 import os
 import re
-import subprocess
 import sys
 
 import pytest
+import timm
 import torch
 
 import tlalign_mm.downstream  # noqa: F401
-from tests.tool_scripts import load_tool
-from tlalign_mm.checkpoint import CheckpointMismatchError, load
+from tests.crafted_checkpoints import _Reduce
+from tests.tool_scripts import export_cli, load_tool
+from tlalign_mm.checkpoint import CheckpointError, CheckpointMismatchError
 from tlalign_mm.downstream.export import check_export, export_backbone
 
 from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint
 
 PRETRAIN = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')
 PLAIN = (str, int, float, bool, type(None))
+TIMM = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2)
+main = load_tool('export_backbone.py').main
 
 
 def unsafe_globals_without_allow_list(path: str) -> list:
@@ -43,7 +49,7 @@ def plain(value) -> bool:
 @pytest.fixture(scope='module')
 def runner_checkpoint(tmp_path_factory):
     path = str(tmp_path_factory.mktemp('pre') / 'epoch_300.pth')
-    return path, make_pretrain_checkpoint(PRETRAIN, path, TINY_VIT, 32)
+    return path, make_pretrain_checkpoint(PRETRAIN, path).state_dict()
 
 
 @pytest.mark.parametrize('to', ['mmpretrain', 'mmseg', 'mmdet'])
@@ -55,78 +61,41 @@ def test_export_is_tensors_and_plain_meta(tmp_path, runner_checkpoint, to):
     out = str(tmp_path / 'backbone.pth')
     meta = export_backbone(raw, out, to=to)
     assert unsafe_globals_without_allow_list(out) == []
-    # the allow-list is back in place
-    assert load(raw)['meta']['epoch'] == 300
     ckpt = torch.load(out, weights_only=True)
     assert set(ckpt) == {'meta', 'state_dict'}
     assert ckpt['meta'] == meta and plain(meta)
-    assert meta['to'] == to and meta['layout'] == 'mmpretrain'
+    assert (meta['to'], meta['layout']) == (to, 'mmpretrain')
     assert (meta['epoch'], meta['iter']) == (300, 1200)
     assert meta['backbone']['type'] == 'VisionTransformer'
     assert meta['backbone']['arch'] == TINY_VIT
     want = {k: v for k, v in state_dict.items() if k.startswith('backbone.')}
     assert set(ckpt['state_dict']) == set(want)
+    assert meta['num_tensors'] == len(want)
     for key, value in want.items():
         got = ckpt['state_dict'][key]
         assert torch.equal(got, value), key
         # a clone: the file holds no larger storage than the tensor
         assert got.untyped_storage().nbytes() == got.numel() * \
             got.element_size()
-    assert meta['num_tensors'] == len(want)
 
 
-@pytest.mark.e2e
-def test_export_loads_without_tlalign_mm(tmp_path, runner_checkpoint):
-    """In a bare Python with torch only, the export loads with
-    weights_only=True; the Runner checkpoint it came from does not."""
+def test_bad_prefix_target_or_check_fails_and_leaves_no_file(
+        tmp_path, runner_checkpoint):
     raw, _ = runner_checkpoint
     out = str(tmp_path / 'backbone.pth')
-    export_backbone(raw, out)
-    code = '''
-import pickle, sys, torch
-c = torch.load(sys.argv[1], weights_only=True)
-print(len(c['state_dict']))
-try:
-    torch.load(sys.argv[2], weights_only=True)
-except pickle.UnpicklingError:
-    print('raw refused')
-assert 'tlalign_mm' not in sys.modules and 'mmengine' not in sys.modules
-'''
-    proc = subprocess.run([sys.executable, '-c', code, out, raw],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    count, refused = proc.stdout.split('\n')[:2]
-    assert int(count) > 0 and refused == 'raw refused'
-
-
-def test_export_wrong_prefix_or_target(tmp_path, runner_checkpoint):
-    raw, _ = runner_checkpoint
     with pytest.raises(CheckpointMismatchError, match=r"'backbone\.'"):
-        export_backbone(raw, str(tmp_path / 'x.pth'), prefix='encoder.')
+        export_backbone(raw, out, prefix='encoder.')
     with pytest.raises(ValueError, match='--to'):
-        export_backbone(raw, str(tmp_path / 'x.pth'), to='timm')
-
-
-def test_a_failed_check_leaves_no_file(tmp_path, runner_checkpoint):
-    """The tiny export does not fit the real DeiT-S transfer config: the
-    check says so before any training starts, naming OUT, and (issue 33)
-    leaves no OUT behind: the export is checked (as OUT.<pid>.partial)
-    before it becomes OUT."""
-    raw, _ = runner_checkpoint
-    out = str(tmp_path / 'backbone.pth')
+        export_backbone(raw, out, to='timm')
+    # the tiny export does not fit the real DeiT-S config: the check says
+    # so, naming OUT, before OUT.<pid>.partial becomes OUT
     real = config_path('transfer',
                        'deit-small_tlalign-in1k-pre_8xb96-1000e_cifar10.py')
-    main = load_tool('export_backbone.py').main
     with pytest.raises(CheckpointMismatchError,
                        match=f"(?s)'{re.escape(out)}.[0-9]+.partial'.* "
                        'shape differs'):
         main([raw, out, '--check', real])
     assert os.listdir(tmp_path) == []
-
-
-def test_check_needs_the_strict_loader(tmp_path, runner_checkpoint):
-    raw, _ = runner_checkpoint
-    out = str(tmp_path / 'backbone.pth')
     export_backbone(raw, out)
     config = tmp_path / 'loose.py'
     config.write_text(
@@ -136,3 +105,86 @@ def test_check_needs_the_strict_loader(tmp_path, runner_checkpoint):
         f'type="Pretrained", checkpoint={out!r}, prefix="backbone.")))\n')
     with pytest.raises(CheckpointMismatchError, match='not the strict loader'):
         check_export(out, str(config))
+
+
+def test_timm_export_is_timms_model_with_the_classifiers_logits(
+        tmp_path, capsys):
+    """``--format timm`` of a ``PooledTIMMBackbone`` run (the real DeiT-S
+    timm config, a tiny arch): ``timm.create_model`` loads it strictly and
+    gives the classifier's logits (the same float32 ops in the same
+    order: a few ulp of logits of order 1)."""
+    ckpt, out = str(tmp_path / 'epoch_300.pth'), str(tmp_path / 'timm.pth')
+    classifier = make_pretrain_checkpoint(
+        config_path('tlalign', 'deit-small-timm_4xb256-tlalign_in1k.py'),
+        ckpt, TIMM, width=TIMM['embed_dim']).eval()
+    assert 'loads it with strict=True' in export_cli(
+        [ckpt, out, '--format', 'timm'], capsys)
+    model = timm.create_model('deit_small_patch16_224', num_classes=1000,
+                              global_pool='token', **TIMM).eval()
+    model.load_state_dict(torch.load(out, weights_only=True), strict=True)
+    images = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(model(images), classifier(
+            images, mode='tensor'), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize('how', ['same', 'relative', 'symlink', 'hardlink'])
+def test_refuses_to_overwrite_the_checkpoint(tmp_path, monkeypatch, capsys,
+                                             how):
+    ckpt = tmp_path / 'epoch_300.pth'
+    torch.save({'state_dict': {'backbone.w': torch.ones(2)}}, ckpt)
+    before, out = ckpt.read_bytes(), str(ckpt)
+    if how == 'relative':
+        monkeypatch.chdir(tmp_path)
+        out = './epoch_300.pth'
+    elif how != 'same':
+        out = str(tmp_path / 'link.pth')
+        (os.symlink if how == 'symlink' else os.link)(ckpt, out)
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(ckpt), out])
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err
+    assert 'is the input checkpoint' in message
+    assert 'epoch_300_backbone.pth' in message
+    assert ckpt.read_bytes() == before
+
+
+@pytest.mark.parametrize('fmt', ['mmpretrain', 'timm'])
+def test_the_recorded_config_is_never_executed(tmp_path, fmt):
+    """``meta['cfg']`` (the backbone record, and ``--format timm``'s model
+    name) is parsed into data: its plain assignments are read, the rest
+    skipped, never run."""
+    marker, ckpt = tmp_path / 'MARK', tmp_path / 'epoch_300.pth'
+    torch.save({'state_dict': {'backbone.timm_model.w': torch.ones(2)},
+                'meta': {'cfg': "model = dict(backbone=dict(type="
+                         "'PooledTIMMBackbone', model_name='x'))\n"
+                         f"_x = __import__('os').system('touch {marker}')\n"
+                         }}, ckpt)
+    out = str(tmp_path / 'out.pth')
+    if fmt == 'timm':
+        with pytest.raises(RuntimeError, match="Unknown model"):
+            main([str(ckpt), out, '--format', 'timm'])  # model_name='x'
+    else:
+        main([str(ckpt), out])
+        assert torch.load(out, weights_only=True)['meta']['backbone'][
+            'type'] == 'PooledTIMMBackbone'
+    assert not marker.exists()
+
+
+def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(
+        tmp_path, monkeypatch, capsys):
+    evil = tmp_path / 'evil.pth'
+    torch.save({'meta': _Reduce(os.system, ('true', ))}, evil)
+    tool = load_tool('export_backbone.py')
+    argv = [tool.__file__, str(evil), str(tmp_path / 'out.pth')]
+    monkeypatch.setattr(sys, 'argv', argv)
+    with pytest.raises(SystemExit) as exit_info:
+        tool.run_tool(tool.main)
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and err.startswith(
+        f"error: Refused checkpoint '{evil}': it pickles objects outside "
+        'the weights-only allow-list (posix.system)')
+    monkeypatch.setattr(sys, 'argv', argv + ['--debug'])
+    with pytest.raises(CheckpointError, match='posix.system'):
+        tool.run_tool(tool.main)

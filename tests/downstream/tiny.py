@@ -1,44 +1,41 @@
-"""Tiny pretraining checkpoints and tiny versions of the downstream configs.
+"""Tiny pretraining checkpoints, tiny versions of real configs, and the
+tools run in this process.
 
-The downstream e2e tests take a REAL config from ``configs/`` and change
-only what CPU time forces, all of it here and named:
-
-* the data root (and the COCO evaluator's annotation file under it);
-* the image scale: every ``scale``/``scales``/``crop_size`` in the
-  pipelines, the segmentor's ``data_preprocessor.size`` and the backbone's
-  ``img_size`` are divided by one factor (``tools/smoke.py``'s
-  ``shrink_sizes``);
-* the iteration count (2 training iterations), batch size 2, no workers,
-  no validation during training;
-* mixed precision (AmpOptimWrapper) off where there is no GPU;
-* the architecture, to a tiny custom arch of the same family
-  (:data:`TINY_VIT`, :data:`TINY_SWIN`) with the channel widths of the
-  necks and heads that follow from it (or that are shrunk with it, for
-  Cascade Mask R-CNN's 256-channel FPN and RoI heads); a ViT with 4 blocks
-  outputs all four (the real config takes 3/6/9/12 of 12).
+The end-to-end tests take a REAL config from ``configs/`` and change only
+what CPU time forces, all of it here and named: the data root; the image
+scale (every ``scale``/``scales``/``crop_size``, the backbone's
+``img_size`` and the segmentor's input ``size`` divided by one factor,
+``tools/smoke.py``'s ``shrink_sizes``); batch size 2, no workers; mixed
+precision off without a GPU; the architecture, to a tiny custom arch of the
+same family (:data:`TINY_VIT`, :data:`TINY_SWIN`) with the neck and head
+widths that follow; the caller sets the iterations.
 
 The pretraining checkpoint is made from the REAL TL-Align ImageNet config
-(``configs/tlalign/...``) with the same tiny arch: a ``TLAlignClassifier``
-whose weights are initialised and then perturbed (so that no tensor equals
-a fresh initialisation by chance), saved the way mmengine's CheckpointHook
-saves (``meta`` with the config text, ``state_dict``, ``message_hub``).
+with the same tiny arch: a ``TLAlignClassifier`` initialised, then
+perturbed (no tensor equals a fresh initialisation by chance), saved as
+mmengine's CheckpointHook saves (``meta`` with the config text,
+``state_dict``, ``message_hub``).
+
+:func:`run_tool` runs ``tools/train.py`` or ``tools/test.py`` as the
+command line would, in this process (a Python start with OpenMMLab's
+imports costs seconds), and records what the run did.
 """
 import copy
 import os.path as osp
-from typing import Dict
+import sys
+from types import SimpleNamespace
 
 import torch
 from mmengine.config import Config
+from mmengine.hooks import Hook
 from mmengine.logging import MessageHub
 from mmengine.registry import init_default_scope
+from mmengine.runner import Runner
 from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
 
-from tests.tool_scripts import load_tool
+from tests.tool_scripts import ROOT, load_tool
 
 SMOKE = load_tool('smoke.py')  # its size shrinking: the same as smoke runs'
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-
 TINY_VIT = dict(
     embed_dims=32, num_layers=4, num_heads=2, feedforward_channels=64)
 TINY_SWIN = dict(embed_dims=16, depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4])
@@ -55,37 +52,40 @@ def tiny_width(arch: dict) -> int:
     return arch['embed_dims']
 
 
-def make_pretrain_checkpoint(config: str, path: str, arch: dict,
-                             img_size: int, seed: int = 0) -> Dict:
+def make_pretrain_checkpoint(config: str, path: str, backbone=None,
+                             width=None) -> torch.nn.Module:
     """Build ``config``'s classifier (a real ImageNet TL-Align config) with
-    ``arch`` and ``img_size``, perturb it and save it as a Runner
-    checkpoint at ``path``. Returns the saved state dict."""
+    ``backbone`` changed (default: :data:`TINY_VIT` at 32 px) and a head
+    of ``width`` inputs, perturb it and save it as a Runner checkpoint at
+    ``path``. Returns the classifier."""
     from mmpretrain.registry import MODELS
+    backbone = backbone or dict(arch=TINY_VIT, img_size=32)
     cfg = Config.fromfile(config)
-    cfg.model.backbone.arch = copy.deepcopy(arch)
-    cfg.model.backbone.img_size = img_size
-    cfg.model.head.in_channels = tiny_width(arch)
+    cfg.model.backbone.update(copy.deepcopy(backbone))
+    cfg.model.head.in_channels = width or tiny_width(backbone['arch'])
     init_default_scope('mmpretrain')
     model = MODELS.build(cfg.model)
     model.init_weights()
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for tensor in model.state_dict().values():
             if tensor.is_floating_point():
                 tensor.add_(0.1 * torch.randn(tensor.shape,
                                               generator=generator))
-    hub = MessageHub.get_instance(f'pretrain-{seed}-{osp.basename(path)}')
+    hub = MessageHub.get_instance(f'pretrain-{path}')
     hub.update_scalar('train/loss', 1.25)
-    state_dict = weights_to_cpu(model.state_dict())
     save_checkpoint(
-        dict(meta=dict(epoch=300, iter=1200, cfg=cfg.pretty_text, seed=seed,
+        dict(meta=dict(epoch=300, iter=1200, cfg=cfg.pretty_text, seed=0,
                        experiment_name='tiny-pretrain'),
-             state_dict=state_dict,
+             state_dict=weights_to_cpu(model.state_dict()),
              message_hub=hub.state_dict()), path)
-    return state_dict
+    return model
 
 
-def _datasets(cfg: Config):
+def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
+    """The data root, image scale and loader overrides (see the module
+    docstring); the caller sets the arch and iteration count."""
+    cfg = copy.deepcopy(cfg)
     for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         loader = cfg.get(name)
         if loader is None:
@@ -93,19 +93,9 @@ def _datasets(cfg: Config):
         dataset = loader.dataset
         while 'dataset' in dataset:  # wrappers
             dataset = dataset.dataset
-        yield name, loader, dataset
-
-
-def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
-    """The data root, image scale and loader overrides (see the module
-    docstring); the caller sets the arch and iteration count."""
-    cfg = copy.deepcopy(cfg)
-    for _, loader, dataset in _datasets(cfg):
         dataset.data_root = data_root
         SMOKE.shrink_sizes(dataset.pipeline, factor)
-        loader.batch_size = 2
-        loader.num_workers = 0
-        loader.persistent_workers = False
+        loader.update(batch_size=2, num_workers=0, persistent_workers=False)
     backbone = cfg.model.backbone
     if 'img_size' in backbone:
         backbone.img_size = SMOKE.divide_size(backbone.img_size, factor)
@@ -113,7 +103,8 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
     if preprocessor is not None and preprocessor.get('size') is not None:
         preprocessor.size = SMOKE.divide_size(preprocessor.size, factor)
     cfg.work_dir = work_dir
-    cfg.default_hooks.logger.interval = 1
+    if cfg.get('visualizer'):  # mmseg's and mmdet's share one name
+        cfg.visualizer.name = work_dir
     optim_wrapper = cfg.get('optim_wrapper', {})
     if optim_wrapper.get('type') == 'AmpOptimWrapper' and \
             not torch.cuda.is_available():
@@ -122,6 +113,47 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
         optim_wrapper.type = 'OptimWrapper'
         optim_wrapper.pop('loss_scale', None)
     return cfg
+
+
+class Record(Hook):
+    """What a run did: its backbone's tensors when training starts (after
+    the Runner's weight init and checkpoint loading), each iteration's
+    loss dict, the evaluator's metrics."""
+    priority = 'LOWEST'
+
+    def __init__(self):
+        self.start, self.logs, self.metrics = None, [], {}
+
+    def before_train(self, runner):
+        backbone = getattr(runner.model, 'module', runner.model).backbone
+        self.start = {k: v.clone() for k, v in backbone.state_dict().items()}
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None):
+        self.logs.append({k: float(v) for k, v in outputs.items()})
+
+    def after_test_epoch(self, runner, metrics=None):
+        self.metrics = dict(metrics or {})
+
+    after_val_epoch = after_test_epoch
+
+
+def run_tool(name: str, *argv: str) -> Record:
+    """``python tools/<name> ARGV`` in this process; its run's Record."""
+    tool, record = load_tool(name), Record()
+
+    def from_cfg(cfg):
+        runner = Runner.from_cfg(cfg)
+        runner.register_hook(record)
+        return runner
+
+    tool.Runner = SimpleNamespace(from_cfg=from_cfg)
+    saved, sys.argv = sys.argv, [tool.__file__, *map(str, argv)]
+    try:
+        tool.main()
+    finally:
+        sys.argv = saved
+    return record
 
 
 def dump(cfg: Config, path: str) -> str:

@@ -1,15 +1,14 @@
-"""The demo config end to end through tools/train.py and tools/test.py:
-train a few iterations, checkpoint, resume, test; and the same config on two
-processes (gloo) through tools/dist_train.sh."""
+"""The demo config on two processes (gloo, no GPU) through
+tools/dist_train.sh. (Train, resume from a path and test through
+tools/train.py and tools/test.py: tests/e2e/test_downstream.py and
+tests/engine/test_kill_and_resume.py.)"""
 import json
 import os
 import os.path as osp
 import random
 import subprocess
-import sys
 
 import pytest
-import torch
 
 import tlalign_mm  # noqa: F401  (allow-lists mmengine checkpoint types)
 
@@ -26,46 +25,12 @@ SMALL = [
 ]
 
 
-def run(args, cwd=ROOT, timeout=600):
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
-
-
 def scalars(work_dir):
     runs = sorted(d for d in os.listdir(work_dir)
                   if osp.isfile(osp.join(work_dir, d, 'vis_data',
                                          'scalars.json')))
     with open(osp.join(work_dir, runs[-1], 'vis_data', 'scalars.json')) as f:
         return [json.loads(line) for line in f]
-
-
-@pytest.mark.e2e
-def test_demo_train_checkpoint_resume_test(tmp_path):
-    work = str(tmp_path / 'work')
-    train = [sys.executable, 'tools/train.py', CONFIG, '--work-dir', work]
-    run(train + ['--cfg-options', *SMALL])
-    first = [r for r in scalars(work) if 'loss' in r]
-    assert [r['iter'] for r in first] == list(range(1, 9))
-    assert all(r['loss'] == r['loss'] for r in first)  # finite, not NaN
-    ckpt2 = osp.join(work, 'epoch_2.pth')
-    assert torch.load(ckpt2, weights_only=True)['meta']['iter'] == 4
-
-    # Resume from the middle: the run continues at iteration 5.
-    out = run(train + ['--resume', ckpt2, '--cfg-options', *SMALL])
-    assert 'resumed epoch: 2, iter: 4' in out
-    resumed = [r for r in scalars(work) if 'loss' in r]
-    assert [r['iter'] for r in resumed] == list(range(5, 9))
-    final = torch.load(osp.join(work, 'epoch_4.pth'), weights_only=True)
-    assert final['meta']['iter'] == 8
-
-    out = run([
-        sys.executable, 'tools/test.py', CONFIG,
-        osp.join(work, 'epoch_4.pth'), '--work-dir', work, '--cfg-options',
-        'test_dataloader.dataset.indices=32'
-    ])
-    assert 'accuracy/top1' in out
 
 
 @pytest.mark.e2e

@@ -205,28 +205,6 @@ def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
         assert 'randomness.seed' not in changed
 
 
-def test_variant_rows_label_their_runs(monkeypatch, tmp_path):
-    """A row's runs carry its name, its model's config and its options
-    (the TL-Align-only ones on the TL-Align twin alone)."""
-    run_demo = load_run_demo(monkeypatch)
-    path = tmp_path / 'rows.py'
-    path.write_text(
-        "variants = [dict(name='no-fdp', model='ViT', options=['a.b=1'], "
-        "tlalign_options=['model.align_cfg.follow_drop_path=False'])]\n")
-    args = run_demo.parse_args(['--variants', str(path), '--seeds', '0',
-                                '1', '--work-dir', str(tmp_path)])
-    jobs = run_demo.make_jobs(args)
-    assert [(j.model, j.target, j.seed) for j in jobs] == [
-        ('no-fdp', 'CutMix', 0), ('no-fdp', 'TL-Align', 0),
-        ('no-fdp', 'CutMix', 1), ('no-fdp', 'TL-Align', 1)]
-    cutmix, tlalign = jobs[:2]
-    assert cutmix.config == run_demo.config_path('ViT', 'CutMix')
-    assert cutmix.options == ('randomness.seed=0', 'a.b=1')
-    assert tlalign.options == ('randomness.seed=0', 'a.b=1',
-                               'model.align_cfg.follow_drop_path=False')
-    assert osp.basename(tlalign.work_dir) == 'no-fdp_tl-align_seed0'
-
-
 @pytest.mark.parametrize('text, message', [
     ("variants = []", 'defines no'),
     ("variants = [dict(name='a', model='DeiT')]", 'is not one of'),
