@@ -7,7 +7,6 @@ budget honoured) before a GPU is at hand.
 import collections
 import itertools
 import json
-import os.path as osp
 
 import pytest
 import torch
@@ -19,12 +18,6 @@ from tests.tool_scripts import load_tool
 SETTINGS = ('cutmix', 'tlalign[explicit]', 'tlalign[sdpa]')
 
 
-def frozen_clock():
-    """The report's clock, stopped: its budget never runs out, however
-    slow the machine (the budget itself is tested with a ticking clock)."""
-    return 0.
-
-
 @pytest.fixture
 def gpu_report():
     module = load_tool('gpu_report.py')
@@ -32,12 +25,11 @@ def gpu_report():
     torch._dynamo.reset()  # the compiled settings' caches stay here
 
 
-def read(out):
-    with open(osp.join(out, 'gpu_report.json')) as f:
-        report = json.load(f)
-    with open(osp.join(out, 'gpu_report.md')) as f:
-        table = f.read()
-    return report, table
+def run(gpu_report, out, argv, clock):
+    gpu_report.main(['--device', 'cpu', '--tiny', '--out', str(out), *argv],
+                    clock=clock)
+    return (json.loads((out / 'gpu_report.json').read_text()),
+            (out / 'gpu_report.md').read_text())
 
 
 @pytest.mark.e2e  # about 15 training steps, half of them compiled
@@ -64,10 +56,9 @@ def test_dry_run_writes_every_setting_and_a_failure_does_not_stop_it(
                      '\ndef test_on_cuda():\n    pass\n')
     monkeypatch.setattr(gpu_report, 'compile_model', failing)
     monkeypatch.setattr(gpu_report, 'cuda_test_files', lambda: [str(cases)])
-    gpu_report.main(['--device', 'cpu', '--tiny', '--models', 'deit-small',
-                     '--modes', 'eager,reduce-overhead', '--out',
-                     str(tmp_path)], clock=frozen_clock)
-    report, table = read(tmp_path)
+    # the clock stopped: the budget never runs out, however slow the machine
+    report, table = run(gpu_report, tmp_path, ['--models', 'deit-small',
+                        '--modes', 'eager,reduce-overhead'], lambda: 0.)
     rows = {r['setting']: r for r in report['rows']}
     assert sorted(rows) == sorted(s + suffix for s in SETTINGS
                                   for suffix in ('', '+reduce-overhead'))
@@ -100,10 +91,8 @@ def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
     # The report's clock ticks one second a reading, so the 1 s budget is
     # spent by the first measurement on any machine; the step timings
     # themselves are benchmark.py's.
-    gpu_report.main(['--device', 'cpu', '--tiny', '--budget-s', '1',
-                     '--out', str(tmp_path)],
-                    clock=itertools.count().__next__)
-    report, table = read(tmp_path)
+    report, table = run(gpu_report, tmp_path, ['--budget-s', '1'],
+                        itertools.count().__next__)
     budget = report['budget']
     assert budget['measurements'] == 1
     assert 'first measurement' in budget['stop']
@@ -141,19 +130,3 @@ def test_label_path_forces_and_names_the_path_then_restores(gpu_report):
         attended[None], attention.head_mean_attention(q, k, labels)[0])
     assert records.head_mean_attention is before
     assert gpu_report.path_name(collections.Counter()) == 'softmax'
-
-
-def test_cudagraph_skip_reasons_are_collected(gpu_report):
-    """Inductor says why it does not capture CUDA graphs through one
-    function, which its modules import by name: each call is collected."""
-    import importlib
-    callers = [importlib.import_module(f'torch._inductor.{name}')
-               for name in ('cudagraph_utils', 'compile_fx', 'output_code',
-                            'cudagraph_trees')]
-    before = [m.log_cudagraph_skip_and_bump_counter for m in callers]
-    reasons = []
-    with gpu_report.cudagraph_skips(reasons):
-        for i, module in enumerate(callers):
-            module.log_cudagraph_skip_and_bump_counter(f'reason {i}')
-    assert reasons == [f'reason {i}' for i in range(len(callers))]
-    assert [m.log_cudagraph_skip_and_bump_counter for m in callers] == before
