@@ -63,9 +63,9 @@ def test_dry_run_writes_every_setting_and_a_failure_does_not_stop_it(
     assert sorted(rows) == sorted(s + suffix for s in SETTINGS
                                   for suffix in ('', '+reduce-overhead'))
     failed = rows.pop('tlalign[sdpa]+reduce-overhead')
-    assert failed['error'] == 'RuntimeError: inductor says no'
-    assert failed['reps'] == 0 and 'failed: RuntimeError: inductor says no' \
-        in table
+    assert (failed['error'], failed['reps']) == (
+        'RuntimeError: inductor says no', 0)
+    assert 'failed: RuntimeError: inductor says no' in table
     for setting, row in rows.items():
         assert row['reps'] == 2 and row['step_s'] > 0, setting
         assert f"| deit-small | {setting} |" in table
@@ -78,11 +78,9 @@ def test_dry_run_writes_every_setting_and_a_failure_does_not_stop_it(
     # the package's default path is marked, once per mode
     assert [r['setting'] for r in report['rows'] if r['default_path']] == [
         'tlalign[explicit]', 'tlalign[explicit]+reduce-overhead']
-    assert 'memory 1.00× in 2 of 2' in table
     assert report['budget']['stop'] is None
     assert [c['outcome'] for c in report['cuda_tests']['cases']] == [
         'skipped']
-    assert report['sync_check']['model_step'] == 'not run: needs CUDA'
     assert 'tests/models/test_fused_kernels.py' in load_tool(
         'gpu_report.py').cuda_test_files()
 
@@ -93,9 +91,7 @@ def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
     # themselves are benchmark.py's.
     report, table = run(gpu_report, tmp_path, ['--budget-s', '1'],
                         itertools.count().__next__)
-    budget = report['budget']
-    assert budget['measurements'] == 1
-    assert 'first measurement' in budget['stop']
+    assert report['budget']['measurements'] == 1
     assert 'stopped: budget of 1 s spent after its first measurement' \
         in table
     measured = [r for r in report['rows'] if r['reps']]
@@ -104,8 +100,6 @@ def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
     # what was not started is listed, not left out
     assert len(report['not_measured']) == 11
     assert 'budget spent' in report['cuda_tests']['outcome']
-    assert 'targets (the package\'s default path): no TL-Align row ' \
-        'measured' in table
 
 
 def test_label_path_forces_and_names_the_path_then_restores(gpu_report):
