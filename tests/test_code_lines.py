@@ -9,7 +9,7 @@ class A:
     """Class docstring."""
     x = (1,  # a comment
          2)
-
+    # only a comment
     def f(self):
         """One line."""
         "a string statement after the first is code"
