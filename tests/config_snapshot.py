@@ -1,20 +1,16 @@
 """What every config under ``configs/`` resolves to: a developer tool, not a
 test, and the tests' one parse of each config per session (:func:`load`).
 
-``tests/config_snapshot.txt`` holds one line per config: its path and the
-first 16 hex digits of the SHA-256 of its resolved dict
-(``Config.fromfile(path).to_dict()``, pretty-printed with sorted keys), with
-the configs' ``{{$VAR:default}}`` variables unset. A refactor of the configs
-checks itself "behaviour unchanged" with ``--check``, reads a change with
-``--diff``, and an intentional change rewrites the file with ``--update``.
-What the configs mean is tested as properties (tests/test_configs.py,
-tests/test_paper_configs.py).
+A refactor of the configs checks itself "behaviour unchanged" against a git
+revision (default HEAD): ``--check`` lists the configs whose resolved dict
+(``Config.fromfile(path).to_dict()``, the configs' ``{{$VAR:default}}``
+variables unset, both sides resolved with this tree's package) differs,
+``--diff`` shows one config's change. What the configs mean is tested as
+properties (tests/test_configs.py, tests/test_paper_configs.py).
 
 Usage (from the repository root)::
 
-    PYTHONPATH=$PWD python -m tests.config_snapshot --update
-    PYTHONPATH=$PWD python -m tests.config_snapshot --check
-    # one config against its resolution at a git revision (default HEAD)
+    PYTHONPATH=$PWD python -m tests.config_snapshot --check [--ref main]
     PYTHONPATH=$PWD python -m tests.config_snapshot --diff \\
         configs/tlalign/deit-small_4xb256-tlalign_in1k.py [--ref HEAD~1]
 """
@@ -23,7 +19,6 @@ import copy
 import difflib
 import functools
 import glob
-import hashlib
 import io
 import os
 import os.path as osp
@@ -36,7 +31,6 @@ import tempfile
 from unittest import mock
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-SNAPSHOT = osp.join(ROOT, 'tests', 'config_snapshot.txt')
 
 
 def config_paths(root: str = ROOT) -> list:
@@ -93,36 +87,25 @@ def text(path: str, root: str = ROOT) -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument('--update', action='store_true')
     group.add_argument('--check', action='store_true')
     group.add_argument('--diff', metavar='CONFIG')
     parser.add_argument('--ref', default='HEAD')
     args = parser.parse_args(argv)
-    if args.diff:  # the ref's configs/, resolved with this tree's package
-        config = osp.relpath(osp.abspath(args.diff), ROOT)
-        archive = subprocess.run(['git', '-C', ROOT, 'archive', args.ref,
-                                  'configs'], check=True, capture_output=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-                tar.extractall(tmp, filter='data')
-            old = text(config, tmp)
-        print('\n'.join(difflib.unified_diff(
-            old, text(config), f'{args.ref}:{config}', f'worktree:{config}',
-            lineterm='')) or 'identical')
-        return 0
-    now = {p: hashlib.sha256('\n'.join(text(p)).encode()).hexdigest()[:16]
-           for p in config_paths()}
-    if args.update:
-        with open(SNAPSHOT, 'w') as f:
-            f.writelines(f'{p} {d}\n' for p, d in sorted(now.items()))
-        return 0
-    with open(SNAPSHOT) as f:
-        before = dict(line.split() for line in f if line.strip())
-    lines = [f'differs: {p}' for p in sorted(before.keys() | now.keys())
-             if before.get(p) != now.get(p)]
-    print('\n'.join(lines) or f'all {len(now)} configs match the snapshot')
-    return 1 if lines else 0
-
+    archive = subprocess.run(['git', '-C', ROOT, 'archive', args.ref,
+                              'configs'], check=True, capture_output=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(tmp, filter='data')
+        if args.diff:
+            config = osp.relpath(osp.abspath(args.diff), ROOT)
+            print('\n'.join(difflib.unified_diff(
+                text(config, tmp), text(config), f'{args.ref}:{config}',
+                f'worktree:{config}', lineterm='')) or 'identical')
+            return 0
+        changed = [p for p in sorted(set(config_paths()) | set(
+            config_paths(tmp))) if text(p, tmp) != text(p)]
+    print('\n'.join(changed) or f'every config resolves as at {args.ref}')
+    return 1 if changed else 0
 
 if __name__ == '__main__':
     sys.exit(main())

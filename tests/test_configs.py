@@ -10,8 +10,8 @@ parsed once per session, :func:`tests.config_snapshot.load`):
 - a CutMix twin on an mmpretrain config is that recipe unchanged.
 
 The snapshot of every resolved dict is a developer tool for refactors, not
-a test: ``PYTHONPATH=$PWD python -m tests.config_snapshot --check`` (see
-tests/config_snapshot.py)."""
+a test: ``PYTHONPATH=$PWD python -m tests.config_snapshot --check --ref
+main`` (see tests/config_snapshot.py)."""
 import glob
 import os.path as osp
 import re
