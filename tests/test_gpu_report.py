@@ -106,21 +106,17 @@ def test_label_path_forces_and_names_the_path_then_restores(gpu_report):
     from tlalign_mm.core import attention, records
     before = records.head_mean_attention
     g = torch.Generator().manual_seed(0)
-    q, k = (torch.randn(2, 2, 5, 16, generator=g).bfloat16()
-            for _ in range(2))
+    q, k = torch.randn(2, 2, 2, 5, 16, generator=g).bfloat16()
     labels = torch.rand(2, 5, 3, generator=g).softmax(-1)
-    attended = {}
-    for path in (None, 'explicit', 'sdpa', 'triton'):
+    want = attention.head_mean_attention(q, k, labels)[0]
+    # CPU: narrow heads take the explicit path by default; no Triton, so
+    # forcing it does not apply (the default path runs)
+    for path, name in ((None, 'explicit'), ('explicit', 'explicit'),
+                       ('sdpa', 'sdpa'), ('triton', 'explicit')):
         seen = collections.Counter()
         with gpu_report.label_path(path, seen):
-            attended[path], _ = records.Slot(q=q, k=k).attend(labels)
-        # CPU: narrow heads take the explicit path by default; no Triton,
-        # so forcing it does not apply (the default path runs)
-        assert gpu_report.path_name(seen) == {
-            None: 'explicit', 'explicit': 'explicit', 'sdpa': 'sdpa',
-            'triton': 'explicit'}[path]
-    torch.testing.assert_close(attended['sdpa'], attended[None])
-    torch.testing.assert_close(
-        attended[None], attention.head_mean_attention(q, k, labels)[0])
+            torch.testing.assert_close(records.Slot(q=q, k=k).attend(
+                labels)[0], want)
+        assert gpu_report.path_name(seen) == name
     assert records.head_mean_attention is before
     assert gpu_report.path_name(collections.Counter()) == 'softmax'
