@@ -1,30 +1,24 @@
 """What every config under ``configs/`` resolves to: a developer tool, not a
 test, and the tests' one parse of each config per session (:func:`load`).
 
-``tests/config_snapshot.txt`` holds one line per config: its path and the
-first 16 hex digits of the SHA-256 of its resolved dict
-(``Config.fromfile(path).to_dict()``, pretty-printed with sorted keys), with
-the configs' ``{{$VAR:default}}`` variables unset. A refactor of the configs
-checks itself "behaviour unchanged" with ``--check``, reads a change with
-``--diff``, and an intentional change rewrites the file with ``--update``.
-What the configs mean is tested as properties (tests/test_configs.py,
-tests/test_paper_configs.py).
+A refactor of the configs checks itself "behaviour unchanged" against a git
+revision (default HEAD): ``--check`` lists the configs whose resolved dict
+(``Config.fromfile(path).to_dict()``, the configs' ``{{$VAR:default}}``
+variables unset, both sides resolved with this tree's package) differs,
+``--diff`` shows one config's change. What the configs mean is tested as
+properties (tests/test_configs.py, tests/test_paper_configs.py).
 
 Usage (from the repository root)::
 
-    PYTHONPATH=$PWD python -m tests.config_snapshot --update
-    PYTHONPATH=$PWD python -m tests.config_snapshot --check
-    # one config against its resolution at a git revision (default HEAD)
+    PYTHONPATH=$PWD python -m tests.config_snapshot --check [--ref main]
     PYTHONPATH=$PWD python -m tests.config_snapshot --diff \\
         configs/tlalign/deit-small_4xb256-tlalign_in1k.py [--ref HEAD~1]
 """
 import argparse
-import contextlib
 import copy
 import difflib
 import functools
 import glob
-import hashlib
 import io
 import os
 import os.path as osp
@@ -34,9 +28,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from unittest import mock
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-SNAPSHOT = osp.join(ROOT, 'tests', 'config_snapshot.txt')
 
 
 def config_paths(root: str = ROOT) -> list:
@@ -45,25 +39,6 @@ def config_paths(root: str = ROOT) -> list:
     return sorted(osp.relpath(p, root) for p in glob.glob(
         osp.join(root, 'configs', '**', '*.py'), recursive=True)
         if '_base_' not in osp.relpath(p, root).split(os.sep))
-
-
-@functools.lru_cache(maxsize=None)
-def config_variables(root: str = ROOT) -> frozenset:
-    """The ``{{$VAR:default}}`` variables any config or base reads."""
-    return frozenset(n for p in glob.glob(
-        osp.join(root, 'configs', '**', '*.py'), recursive=True)
-        for n in re.findall(r'\{\{\s*\$(\w+)', open(p).read()))
-
-
-@contextlib.contextmanager
-def defaults_only(root: str = ROOT):
-    """The configs' environment variables unset, restored afterwards."""
-    saved = {k: os.environ.pop(k) for k in config_variables(root)
-             if k in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
 
 
 def _read_package_metafiles_once():
@@ -81,13 +56,20 @@ def _read_package_metafiles_once():
 
 def resolved(path: str, root: str = ROOT):
     """``Config.fromfile`` of ``path`` (relative to ``root``, or absolute)
-    with the configs' environment variables unset."""
+    with the ``{{$VAR:default}}`` variables any config reads unset."""
     from mmengine.config import Config
 
     import tlalign_mm  # noqa: F401  (the configs' custom_imports)
     _read_package_metafiles_once()
-    with defaults_only(root):
+    names = {n for p in glob.glob(osp.join(root, 'configs', '**', '*.py'),
+                                  recursive=True)
+             for n in re.findall(r'\{\{\s*\$(\w+)', open(p).read())}
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    with mock.patch.dict(os.environ, env, clear=True):
         return Config.fromfile(osp.join(root, path))
+
+
+_parsed = functools.lru_cache(maxsize=None)(resolved)
 
 
 def load(path: str):
@@ -96,60 +78,34 @@ def load(path: str):
     return copy.deepcopy(_parsed(osp.join(ROOT, path)))
 
 
-_parsed = functools.lru_cache(maxsize=None)(resolved)
-
-
-def text(path: str, root: str = ROOT) -> str:
+def text(path: str, root: str = ROOT) -> list:
     return pprint.pformat(resolved(path, root).to_dict(), width=79,
-                          sort_dicts=True)
-
-
-def diff_at_ref(config: str, ref: str = 'HEAD') -> str:
-    """Unified diff of ``config``'s resolved dict, ``ref``'s configs/ vs the
-    working tree's (both resolved with this tree's package)."""
-    config = osp.relpath(osp.abspath(config), ROOT)
-    archive = subprocess.run(['git', '-C', ROOT, 'archive', ref, 'configs'],
-                             check=True, capture_output=True).stdout
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(tmp, filter='data')
-        old = text(config, tmp).splitlines() \
-            if osp.exists(osp.join(tmp, config)) else []
-    new = text(config).splitlines() if osp.exists(config) else []
-    return '\n'.join(difflib.unified_diff(
-        old, new, f'{ref}:{config}', f'worktree:{config}', lineterm=''))
+                          sort_dicts=True).splitlines() \
+        if osp.exists(osp.join(root, path)) else []
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument('--update', action='store_true',
-                       help='rewrite the snapshot from the tree')
-    group.add_argument('--check', action='store_true',
-                       help='list configs that differ from the snapshot')
-    group.add_argument('--diff', metavar='CONFIG',
-                       help='diff one config against its resolution at --ref')
-    parser.add_argument('--ref', default='HEAD',
-                        help='git revision for --diff (default HEAD)')
+    group.add_argument('--check', action='store_true')
+    group.add_argument('--diff', metavar='CONFIG')
+    parser.add_argument('--ref', default='HEAD')
     args = parser.parse_args(argv)
-    if args.diff:
-        print(diff_at_ref(args.diff, args.ref) or 'identical')
-        return 0
-    now = {p: hashlib.sha256(text(p).encode()).hexdigest()[:16]
-           for p in config_paths()}
-    if args.update:
-        with open(SNAPSHOT, 'w') as f:
-            f.writelines(f'{p} {now[p]}\n' for p in sorted(now))
-        print(f'wrote {len(now)} digests to {osp.relpath(SNAPSHOT)}')
-        return 0
-    with open(SNAPSHOT) as f:
-        before = dict(line.split() for line in f if line.strip())
-    lines = [('removed' if p not in now else 'new' if p not in before else
-              'changed') + f': {p}' for p in sorted(before.keys() | now.keys())
-             if before.get(p) != now.get(p)]
-    print('\n'.join(lines) or f'all {len(now)} configs match the snapshot')
-    return 1 if lines else 0
-
+    archive = subprocess.run(['git', '-C', ROOT, 'archive', args.ref,
+                              'configs'], check=True, capture_output=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(tmp, filter='data')
+        if args.diff:
+            config = osp.relpath(osp.abspath(args.diff), ROOT)
+            print('\n'.join(difflib.unified_diff(
+                text(config, tmp), text(config), f'{args.ref}:{config}',
+                f'worktree:{config}', lineterm='')) or 'identical')
+            return 0
+        changed = [p for p in sorted(set(config_paths()) | set(
+            config_paths(tmp))) if text(p, tmp) != text(p)]
+    print('\n'.join(changed) or f'every config resolves as at {args.ref}')
+    return 1 if changed else 0
 
 if __name__ == '__main__':
     sys.exit(main())

@@ -10,8 +10,8 @@ from mmengine.registry import DefaultScope
 
 
 def pytest_configure(config):
-    # registered here rather than in an ini file: the top level holds only
-    # the package, configs, tools, tests, setup.py and README.md.
+    # registered here, next to the tests, so that no ini file (pytest.ini,
+    # setup.cfg, tox.ini) is needed at the top level for one marker.
     config.addinivalue_line(
         'markers',
         'e2e: starts a subprocess or trains more than a few steps '

@@ -10,8 +10,8 @@ parsed once per session, :func:`tests.config_snapshot.load`):
 - a CutMix twin on an mmpretrain config is that recipe unchanged.
 
 The snapshot of every resolved dict is a developer tool for refactors, not
-a test: ``PYTHONPATH=$PWD python -m tests.config_snapshot --check`` (see
-tests/config_snapshot.py)."""
+a test: ``PYTHONPATH=$PWD python -m tests.config_snapshot --check --ref
+main`` (see tests/config_snapshot.py)."""
 import glob
 import os.path as osp
 import re
@@ -64,11 +64,9 @@ def is_cutmix(path):
 def twin_of(path):
     """The CutMix twin of a TL-Align config, by its name."""
     name = osp.basename(path)
-    if downstream(path):
-        twin = name.replace(TL_PRE, CUTMIX_PRE)
-    else:
-        twin = TL_TAG.sub(lambda m: (m[1] or '-cutmix') + '_', name, 1)
-    return osp.join(osp.dirname(path), twin)
+    return osp.join(osp.dirname(path), name.replace(TL_PRE, CUTMIX_PRE)
+                    if downstream(path) else TL_TAG.sub(
+                        lambda m: (m[1] or '-cutmix') + '_', name, 1))
 
 
 PAIRS = [p for p in CONFIGS
@@ -132,11 +130,9 @@ def test_a_tlalign_config_is_its_twin_plus_the_classifier(path):
 def unscoped(obj):
     """``obj`` without the ``_scope_`` keys a ``mmpretrain::`` base
     adds."""
-    if isinstance(obj, dict):
-        return {k: unscoped(v) for k, v in obj.items() if k != '_scope_'}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(unscoped(v) for v in obj)
-    return obj
+    return {k: unscoped(v) for k, v in obj.items() if k != '_scope_'} \
+        if isinstance(obj, dict) else type(obj)(map(unscoped, obj)) \
+        if isinstance(obj, (list, tuple)) else obj
 
 
 _RECIPE = re.compile(r"_base_ = \[\s*'mmpretrain::([^']+)'")

@@ -7,10 +7,10 @@ that config, and each of those documents' rows that gives one config alone
 a number has it in the metafile.
 
 A table row gives a config a number when its first cell names the config
-(a backticked path under ``configs/`` or file name, globs and ``{a,b}``
-allowed): in the column headed by the result's dataset if the table has
-one, else in the last cell (the first number there, when that row names
-the config alone). No config is parsed."""
+(a backticked path under ``configs/`` or file name, globs, ``{a,b}`` and
+``[_optional]`` allowed): in the column headed by the result's dataset if
+the table has one, else in the last cell (the first number there, when
+that row names the config alone). No config is parsed."""
 import fnmatch
 import functools
 import os.path as osp
@@ -19,15 +19,9 @@ import re
 from modelindex.load_model_index import load
 
 from .config_snapshot import ROOT, config_paths
+from .test_readme import expand
 
 NUMBER = re.compile(r'\d+\.\d+')
-
-
-def _expand(pattern):
-    m = re.search(r'\{([^{}]*)\}', pattern)
-    return [pattern] if m is None else [
-        p for alt in m[1].split(',')
-        for p in _expand(pattern[:m.start()] + alt + pattern[m.end():])]
 
 
 @functools.lru_cache(maxsize=None)
@@ -45,7 +39,7 @@ def _rows(doc):
             header = cells
         elif set(''.join(cells)) - set('-: '):
             pats = [p for b in re.findall(r'`([^`]+)`', cells[0])
-                    for p in _expand(b)]
+                    for p in expand(b)]
             rows.append((header, cells, {
                 r for r in rels for p in pats if fnmatch.fnmatchcase(r, p)
                 or fnmatch.fnmatchcase(osp.basename(r), p)}))

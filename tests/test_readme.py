@@ -16,19 +16,13 @@ def readme():
         return f.read()
 
 
-def python_blocks():
-    return re.findall(r'```python\n(.*?)```', readme(), flags=re.S)
-
-
 def expand(name):
     """The names ``a{b,c}[_d].py`` stands for: ab.py, ac.py, ab_d.py..."""
     part = re.search(r'\{([^}]*)\}|\[([^]]*)\]', name)
-    if part is None:
-        return [name]
-    options = part.group(1).split(',') if part.group(1) is not None \
-        else ['', part.group(2)]
-    return [full for option in options for full in expand(
-        name[:part.start()] + option + name[part.end():])]
+    return [name] if part is None else [
+        full for option in (part[1].split(',') if part[1] is not None
+                            else ['', part[2]])
+        for full in expand(name[:part.start()] + option + name[part.end():])]
 
 
 def test_every_config_the_tables_name_exists():
@@ -51,8 +45,9 @@ def test_every_config_the_tables_name_exists():
 
 
 def test_the_snippet_aligns():
-    snippets = [b for b in python_blocks() if 'TLCutMix' in b
-                and 'print(' in b]
+    snippets = [b for b in re.findall(r'```python\n(.*?)```', readme(),
+                                      flags=re.S)
+                if 'TLCutMix' in b and 'print(' in b]
     assert len(snippets) == 1
     # the snippet seeds torch; the box draw of mmpretrain's CutMix is numpy's
     np.random.seed(0)
