@@ -36,14 +36,6 @@ def test_scale_at_load_equals_the_resize_transform():
         assert got['gt_label'] == want['gt_label']
 
 
-@pytest.mark.parametrize('kwargs,match', [
-    (dict(split='val'), 'split'), (dict(scale=(16, )), 'scale'),
-    (dict(scale=0), 'scale')])
-def test_bad_arguments_are_named(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        Digits(**kwargs)
-
-
 CROP = dict(type='RandomCrop', crop_size=16, padding=1)
 PACK = dict(type='PackInputs')
 

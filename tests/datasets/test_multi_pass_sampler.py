@@ -57,11 +57,3 @@ def test_epochs_differ_and_repeat_with_the_seed():
     assert list(s) != first
     s.set_epoch(0)
     assert list(s) == first
-
-
-@pytest.mark.parametrize('kwargs,match', [
-    (dict(dataset=range(10), num_passes=0), 'num_passes'),
-    (dict(dataset=range(0)), 'empty')])
-def test_bad_arguments_are_named(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        MultiPassSampler(seed=0, **kwargs)

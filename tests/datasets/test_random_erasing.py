@@ -8,7 +8,7 @@ import pytest
 import torch
 from mmpretrain.registry import TRANSFORMS
 
-import tlalign_mm  # noqa: F401
+from tlalign_mm.datasets import Digits, MultiPassSampler
 
 
 def original_erasing(img, probability, sl=0.02, sh=0.4, r1=0.3,
@@ -33,6 +33,10 @@ def original_erasing(img, probability, sl=0.02, sh=0.4, r1=0.3,
     return img
 
 
+def erasing(**kwargs):
+    return TRANSFORMS.build(dict(type='ZhongRandomErasing', **kwargs))
+
+
 # CIFAR-10 (utils/dataloader.py:12), in 0..255 as our data preprocessor
 MEAN, STD = np.array([0.4914, 0.4822, 0.4465]), np.array([0.247, 0.2435,
                                                           0.2616])
@@ -40,9 +44,8 @@ MEAN, STD = np.array([0.4914, 0.4822, 0.4465]), np.array([0.247, 0.2435,
 
 @pytest.mark.parametrize('prob, size', [(0.25, (32, 32)), (1.0, (64, 48))])
 def test_equals_the_original_on_fixed_seeds(prob, size):
-    ours = TRANSFORMS.build(dict(
-        type='ZhongRandomErasing', erase_prob=prob, max_area_ratio=0.4,
-        min_aspect=0.3, fill=list(255 * MEAN + 255 * STD * MEAN)))
+    ours = erasing(erase_prob=prob, max_area_ratio=0.4, min_aspect=0.3,
+                   fill=list(255 * MEAN + 255 * STD * MEAN))
     rng, erased = np.random.RandomState(0), 0
     for seed in range(100):
         img = rng.randint(0, 256, size + (3, )).astype(np.uint8)
@@ -65,9 +68,14 @@ def test_equals_the_original_on_fixed_seeds(prob, size):
     assert erased == 100 if prob == 1.0 else 10 < erased < 40
 
 
-@pytest.mark.parametrize('kwargs,match', [
-    (dict(fill=[0, 0, 0], min_aspect=3.), 'min_aspect'),
-    (dict(fill=[0]), 'fill')])
-def test_bad_arguments_are_named(kwargs, match):
+@pytest.mark.parametrize('build,kwargs,match', [
+    (Digits, dict(split='val'), 'split'), (Digits, dict(scale=0), 'scale'),
+    (Digits, dict(scale=(16, )), 'scale'),
+    (MultiPassSampler, dict(dataset=range(10), num_passes=0), 'num_passes'),
+    (MultiPassSampler, dict(dataset=range(0)), 'empty'),
+    (erasing, dict(fill=[0, 0, 0], min_aspect=3.), 'min_aspect'),
+    (erasing, dict(fill=[0]), 'fill')])
+def test_bad_arguments_are_named(build, kwargs, match):
+    """The datasets' builds and transforms (the sampler with seed=0)."""
     with pytest.raises(ValueError, match=match):
-        TRANSFORMS.build(dict(type='ZhongRandomErasing', **kwargs))
+        build(**kwargs, **({'seed': 0} if build is MultiPassSampler else {}))
