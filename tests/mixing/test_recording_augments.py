@@ -52,10 +52,9 @@ def build(cfg, ref=False):
 def test_mixes_as_mmpretrain_and_records_it(cfg, ref_cfg, shape, dtype):
     aug, ref = build(cfg), build(ref_cfg, ref=True)
     inputs, scores = random_batch(*shape, dtype=dtype)
-    kwargs = cfg if isinstance(cfg, dict) else {}
-    modes = {mix_and_check(aug, inputs, scores, s, ref,
-                           kwargs.get('correct_lam', True),
-                           kwargs.get('interpolation', 'bilinear')).mode
+    kwargs = {k: v for k, v in (cfg if isinstance(cfg, dict) else {}).items()
+              if k in ('correct_lam', 'interpolation')}
+    modes = {mix_and_check(aug, inputs, scores, s, ref, **kwargs).mode
              for s in range(12 if isinstance(cfg, list) else 6)}
     # One naming rule for MixRecord.mode: the class name without TL, lower.
     assert modes == {type(a).__name__[2:].lower() if a else 'none'
