@@ -9,11 +9,7 @@ import pytest
 import torch
 
 from tests.tool_scripts import load_tool
-from tlalign_mm.analysis.session import (
-    build_dataloader,
-    build_model,
-    load_config,
-)
+from tlalign_mm.analysis import session
 
 DEMO = osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))),
                 'configs', 'demo', 'vit-tiny-p4_1xb64-{}_digits.py')
@@ -23,17 +19,12 @@ NO_SERIALIZE = 'test_dataloader.dataset.serialize_data=False'
 # 8 test images in one batch: every tool runs one small batch.
 FEW = ['--num-images', '8', '--batch-size', '8', '--cfg-options',
        NO_SERIALIZE]
-SWIN = f'''
-_base_ = [{DEMO.format('cutmix')!r}]
-model = dict(
-    _delete_=True,
-    type='ImageClassifier',
-    backbone=dict(type='SwinTransformer',
-                  arch=dict(embed_dims=16, depths=[2, 2], num_heads=[2, 2]),
-                  img_size=16, window_size=2, out_indices=(1, )),
+SWIN = f'''_base_ = [{DEMO.format('cutmix')!r}]
+model = dict(_delete_=True, type='ImageClassifier', backbone=dict(
+    type='SwinTransformer', arch=dict(embed_dims=16, depths=[2, 2],
+    num_heads=[2, 2]), img_size=16, window_size=2, out_indices=(1, )),
     neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=32))
-'''
+    head=dict(type='LinearClsHead', num_classes=10, in_channels=32))'''
 
 
 def sharpen(model, factor=4.0):
@@ -50,11 +41,11 @@ def sharpen(model, factor=4.0):
 def setup(config, checkpoint):
     """A config, its model (sharpened, eval) saved as a checkpoint, and a
     dataloader of batches of 8 test images."""
-    cfg = load_config(config, {NO_SERIALIZE.split('=')[0]: False})
-    model = sharpen(build_model(cfg, None, seed=0))
+    cfg = session.load_config(config, {NO_SERIALIZE.split('=')[0]: False})
+    model = sharpen(session.build_model(cfg, None, seed=0))
     torch.save({'state_dict': model.state_dict()}, checkpoint)
     return SimpleNamespace(cfg=cfg, model=model, paths=(config, checkpoint),
-                           loader=build_dataloader(cfg, batch_size=8))
+                           loader=session.build_dataloader(cfg, batch_size=8))
 
 
 @pytest.fixture(scope='session')
@@ -66,12 +57,8 @@ def setups(tmp_path_factory):
                 swin=setup(str(root / 'swin.py'), str(root / 'swin.pth')))
 
 
-@functools.cache
-def _tool(name):
-    return load_tool(f'analysis/{name}.py')
-
-
 @pytest.fixture(scope='session')
 def run_tool():
     """``run_tool(name, argv)``: ``tools/analysis/<name>.py``'s ``main``."""
-    return lambda name, argv: _tool(name).main([str(a) for a in argv])
+    tool = functools.cache(lambda name: load_tool(f'analysis/{name}.py'))
+    return lambda name, argv: tool(name).main([str(a) for a in argv])

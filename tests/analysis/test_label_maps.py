@@ -14,9 +14,8 @@ from .conftest import sharpen
 
 def test_colours_red_to_blue():
     w = torch.tensor([1., 0.25, 0.]).view(1, 1, 3)
-    torch.testing.assert_close(
-        label_colours(torch.stack([w, 1 - w], 1))[0, 0],
-        torch.tensor([[1., 0., 0.], [0.25, 0., 0.75], [0., 0., 1.]]))
+    torch.testing.assert_close(label_colours(torch.stack([w, 1 - w], 1))[
+        0, 0], torch.tensor([[1., 0., 0.], [0.25, 0., 0.75], [0., 0., 1.]]))
 
 
 # The demo config's 16x16 digits, patch 4: a 4x4 grid (Swin merges to 2x2).
@@ -25,11 +24,10 @@ def test_maps_are_patch_means_and_aligned_labels(setups, arch, grid):
     model = setups[arch].model
     batch = next(mixed_batches(model, setups[arch].loader, num_images=4))
     maps = label_maps(model, batch)
-    pw = batch.record.pixel_weights
     torch.testing.assert_close(  # each 4x4 patch's mean pixel weight
-        maps.initial, pw.reshape(4, 2, 4, 4, 4, 4).mean((3, 5)))
-    torch.testing.assert_close(maps.aligned.sum(1), torch.ones(4, *grid))
-    torch.testing.assert_close(maps.area, batch.record.area_share)
+        (maps.initial, maps.aligned.sum(1), maps.area),
+        (batch.record.pixel_weights.reshape(4, 2, 4, 4, 4, 4).mean((3, 5)),
+         torch.ones(4, *grid), batch.record.area_share))
     if arch == 'vit':  # alignment moved the labels
         assert (maps.aligned - maps.initial).abs().max() > 1e-3
 
@@ -43,9 +41,9 @@ def test_maps_follow_the_models_align_cfg(setups):
     batch = next(mixed_batches(model, setups['vit'].loader, num_images=4))
     maps, record = label_maps(model, batch), batch.record
     for residual_norm in (False, True):
-        last = aligned_forward(model.backbone, batch.mixed,
-                               record.pixel_weights, record.area_share,
-                               residual_norm=residual_norm,
-                               keep_history=True).history[-1]
+        last = aligned_forward(
+            model.backbone, batch.mixed, record.pixel_weights,
+            record.area_share, residual_norm=residual_norm,
+            keep_history=True).history[-1]
         gap = (maps.aligned - label_map_of(last[:, 1:], (4, 4))).abs().max()
         assert gap > 1e-3 if residual_norm else gap == 0  # its own rule

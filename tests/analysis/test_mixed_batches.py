@@ -31,9 +31,9 @@ def test_each_batch_is_the_augments_seeded_mix(setups, mix):
     for i, (batch, data) in enumerate(zip(batches, s.loader)):
         labels = torch.cat([x.gt_label for x in data['data_samples']])
         with seeded(7 + i):
-            mixed, mixed_scores, record = MIXERS[mix](
-                alpha=1.0).mix_with_record(batch.inputs,
-                                           F.one_hot(labels, 10).float())
+            mixed, mixed_scores, record = MIXERS[mix](alpha=1.0
+                                                      ).mix_with_record(
+                batch.inputs, F.one_hot(labels, 10).float())
         assert torch.equal(batch.mixed, mixed)
         assert torch.equal(batch.record.pixel_weights, record.pixel_weights)
         # The record's sources and shares give the augment's own scores.

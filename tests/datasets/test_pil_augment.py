@@ -11,26 +11,15 @@ import tlalign_mm  # noqa: F401
 from tests.test_paper_configs import load
 from tests.test_sl_vit_configs import CIFAR10_POLICY, IMAGENET_POLICY, RANGES
 
-
 # aanna0701/SPT_LSA_ViT@54bd796 utils/transforms.py:48-53, 56-58, 71-73,
-# verbatim but for random.choice([-1, 1]), passed in as `sign` (Rotate has
+# verbatim but for random.choice([-1, 1]), passed in as `s` (Rotate has
 # none).
-def original_rotate(x, magnitude, sign):
-    rot = x.convert("RGBA").rotate(magnitude)
-    return Image.composite(rot, Image.new("RGBA", rot.size, (128,) * 4),
-                           rot).convert(x.mode)
-
-
-def original_color(x, magnitude, sign):
-    return ImageEnhance.Color(x).enhance(1 + magnitude * sign)
-
-
-def original_contrast(x, magnitude, sign):
-    return ImageEnhance.Contrast(x).enhance(1 + magnitude * sign)
-
-
-ORIGINAL = dict(rotate=original_rotate, color=original_color,
-                contrast=original_contrast)
+ORIGINAL = dict(
+    rotate=lambda x, m, s: Image.composite(
+        rot := x.convert("RGBA").rotate(m),
+        Image.new("RGBA", rot.size, (128,) * 4), rot).convert(x.mode),
+    color=lambda x, m, s: ImageEnhance.Color(x).enhance(1 + m * s),
+    contrast=lambda x, m, s: ImageEnhance.Contrast(x).enhance(1 + m * s))
 
 
 @pytest.mark.parametrize('op', list(ORIGINAL))
@@ -42,8 +31,8 @@ def test_config_op_equals_the_originals_pil_op(data, op):
     # to_rgb: the preprocessor flips BGR arrays (LoadImageFromFile's)
     bgr = cfg.data_preprocessor.get('to_rgb', False)
     size = 64 if data == 'tiny-imagenet' else 32
-    rgb_images = np.random.RandomState(0).randint(
-        0, 256, (3, size, size, 3)).astype(np.uint8)
+    rgb_images = np.random.RandomState(0).randint(0, 256, (3, size, size, 3)
+                                                  ).astype(np.uint8)
     policy = IMAGENET_POLICY if data == 'tiny-imagenet' else CIFAR10_POLICY
     found = 0
     for ours_pair, (_, op1, m1, _, op2, m2) in zip(aug.policies, policy):
@@ -54,17 +43,15 @@ def test_config_op_equals_the_originals_pil_op(data, op):
             # our sign draw forced to + (p 0) and - (p 1); Rotate's is the
             # config's own (never negated, as the original)
             for sign in [1] if op == 'rotate' else [1, -1]:
-                forced = {} if op == 'rotate' else dict(
-                    random_negative_prob=float(sign < 0))
-                t = TRANSFORMS.build(merge_hparams(
-                    dict(ours, prob=1.0, **forced), aug.hparams))
+                t = TRANSFORMS.build(merge_hparams(dict(ours, prob=1.0, **(
+                    {} if op == 'rotate' else dict(
+                        random_negative_prob=float(sign < 0)))), aug.hparams))
                 for rgb in rgb_images:
                     got = t(dict(img=(rgb[..., ::-1] if bgr else rgb).copy()))
                     got = got['img'][..., ::-1] if bgr else got['img']
                     want = ORIGINAL[op](Image.fromarray(rgb),
                                         RANGES[op][index], sign)
                     # PIL's integer arithmetic on both sides: equal exactly
-                    np.testing.assert_array_equal(
-                        got, np.asarray(want),
-                        err_msg=f'{data} {ours} sign {sign}')
+                    np.testing.assert_array_equal(got, np.asarray(want),
+                                                  f'{data} {ours} {sign}')
     assert found

@@ -10,8 +10,8 @@ CLASSES = ['n001', 'n002', 'n003', 'n004']
 
 
 def _write(root):
-    write_class_folders(str(root / 'train'), [f'{c}/images' for c in
-                                              CLASSES], per_class=1)
+    write_class_folders(str(root / 'train'), [f'{c}/images' for c in CLASSES],
+                        per_class=1)
     write_class_folders(str(root / 'val'), CLASSES, per_class=1)
 
 
@@ -28,8 +28,7 @@ def test_a_class_folder_missing_from_one_split_fails(tmp_path, split):
     """Hole 6: without val/n002, val mapped n003 to 1 while train mapped it
     to 2, silently."""
     _write(tmp_path)
-    missing = tmp_path / split / 'n002'
-    shutil.rmtree(missing)
+    shutil.rmtree(tmp_path / split / 'n002')
     for built in ('train', 'val'):
         with pytest.raises(FileNotFoundError, match=r"lacks \['n002'\]|"
                            r"has extra \['n002'\]"):

@@ -26,9 +26,9 @@ def seed(s):
 
 def rng_state():
     """numpy, torch and python random states, comparable with ``==``."""
-    kind, keys, pos, gauss, cached = np.random.get_state()
-    return (kind, keys.tobytes(), pos, gauss, cached,
-            torch.get_rng_state().numpy().tobytes(), random.getstate())
+    kind, keys, *rest = np.random.get_state()
+    return (kind, keys.tobytes(), *rest, random.getstate(),
+            torch.get_rng_state().numpy().tobytes())
 
 
 def random_batch(batch_size, img_h, img_w, dtype=torch.float32):
@@ -36,10 +36,9 @@ def random_batch(batch_size, img_h, img_w, dtype=torch.float32):
     normal floats, from a generator seeded by the shape."""
     g = torch.Generator().manual_seed(batch_size * 1000 + img_h * img_w)
     shape = (batch_size, 3, img_h, img_w)
-    inputs = torch.randint(0, 256, shape, generator=g).to(dtype) \
-        if dtype == torch.uint8 else torch.randn(shape, generator=g)
-    return inputs, F.one_hot(torch.randint(0, 7, (batch_size, ),
-                                           generator=g), 7)
+    return (torch.randint(0, 256, shape, generator=g).to(dtype)
+            if dtype == torch.uint8 else torch.randn(shape, generator=g),
+            F.one_hot(torch.randint(0, 7, (batch_size, ), generator=g), 7))
 
 
 def mix_and_check(aug, inputs, scores, s, ref=None, correct_lam=True,
@@ -67,13 +66,12 @@ def mix_and_check(aug, inputs, scores, s, ref=None, correct_lam=True,
         assert torch.equal(mixed_scores, ref_out[1])
     seed(s)
     call_inputs, call_scores = aug(inputs.clone(), scores)
-    assert torch.equal(call_inputs, mixed)
-    assert torch.equal(call_scores, mixed_scores) and rng_state() == state
-
+    assert torch.equal(call_inputs, mixed) and rng_state() == state
+    assert torch.equal(call_scores, mixed_scores)
     pw, si, area = record.pixel_weights, record.source_index, record.area_share
     assert pw.shape == (*si.shape, *inputs.shape[-2:])
-    assert si.shape == area.shape == (inputs.size(0), record.num_sources)
     assert pw.dtype == torch.float32
+    assert si.shape == area.shape == (inputs.size(0), record.num_sources)
     assert torch.equal(si[:, 0], torch.arange(inputs.size(0)))
     if record.num_sources == 2:  # the partner is a permutation of the batch
         assert sorted(si[:, 1].tolist()) == list(range(inputs.size(0)))

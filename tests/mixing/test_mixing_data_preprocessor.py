@@ -31,24 +31,21 @@ def _preprocessor(model_type, spell=lambda cls: cls.__name__, pad=1):
     """The data preprocessor of a tiny ``model_type`` classifier built from
     an mmpretrain recipe's own train_cfg (Mixup, CutMix, ResizeMix with
     probs), the types spelled as a recipe may spell them."""
-    augments = [dict(type=spell(CutMix), alpha=1.0),
-                dict(type=spell(Mixup), alpha=0.8),
-                dict(type=spell(ResizeMix), alpha=1.0)]
-    model = MODELS.build(dict(
+    augments = [dict(type=spell(cls), alpha=a) for cls, a in (
+        (CutMix, 1.0), (Mixup, 0.8), (ResizeMix, 1.0))]
+    return MODELS.build(dict(
         type=model_type, backbone=dict(type='VisionTransformer', arch=ARCH),
         head=dict(type='VisionTransformerClsHead', num_classes=NUM_CLASSES,
-                  in_channels=16),
-        data_preprocessor=dict(num_classes=NUM_CLASSES, pad_size_divisor=pad,
-                               **NORM),
-        train_cfg=dict(augments=augments, probs=[0.3, 0.3, 0.2])))
-    return model.data_preprocessor
+                  in_channels=16), data_preprocessor=dict(
+            num_classes=NUM_CLASSES, pad_size_divisor=pad, **NORM),
+        train_cfg=dict(augments=augments, probs=[0.3, 0.3, 0.2]))
+    ).data_preprocessor
 
 
 @pytest.mark.parametrize('batch_size,sizes,stacked,pad,spell', [
     (6, ((32, 32), ), False, 1, lambda cls: cls.__name__),
     (1, ((24, 40), ), True, 1, lambda cls: f'mmpretrain.{cls.__name__}'),
-    (3, ((40, 56), (33, 50)), False, 16, lambda cls: cls),  # padded
-])
+    (3, ((40, 56), (33, 50)), False, 16, lambda cls: cls)])  # padded
 def test_one_line_mixes_as_cls_data_preprocessor(batch_size, sizes, stacked,
                                                  pad, spell):
     """A TLAlignClassifier given a recipe's train_cfg mixes as
@@ -66,11 +63,9 @@ def test_one_line_mixes_as_cls_data_preprocessor(batch_size, sizes, stacked,
         ref_state = rng_state()
         seed(s)
         out = tl(_data(batch_size, sizes, stacked), training=True)
-        assert rng_state() == ref_state
+        assert rng_state() == ref_state and 'mix' not in ref_out
         assert torch.equal(out['inputs'], ref_out['inputs'])
-        assert 'mix' not in ref_out
-        mix = out['mix']
-        modes.add(mix.mode)
+        modes.add((mix := out['mix']).mode)
         assert mix.pixel_weights.shape[-2:] == out['inputs'].shape[-2:]
         for sample, ref_sample, pw, targets, area in zip(
                 out['data_samples'], ref_out['data_samples'],
@@ -79,8 +74,8 @@ def test_one_line_mixes_as_cls_data_preprocessor(batch_size, sizes, stacked,
             assert sample.gt_score.dtype == ref_sample.gt_score.dtype
             close(area @ targets, sample.gt_score)
             close(pw.mean((1, 2)), area)
-            own = F.one_hot(sample.gt_label, NUM_CLASSES)[0].float()
-            assert torch.equal(targets[0], own)
+            assert torch.equal(targets[0], F.one_hot(
+                sample.gt_label, NUM_CLASSES)[0].float())
     assert modes == {'cutmix', 'mixup', 'resizemix', 'none'}
 
 
@@ -89,11 +84,10 @@ def test_not_training_or_without_augments_is_cls_data_preprocessor():
     out, ref_out = tl(_data(4), training=False), ref(_data(4), training=False)
     assert torch.equal(out['inputs'], ref_out['inputs'])
     assert set(out) == {'inputs', 'data_samples'}
-    for sample, ref_sample in zip(out['data_samples'],
-                                  ref_out['data_samples']):
-        assert torch.equal(sample.gt_score, ref_sample.gt_score)
-    plain = MODELS.build(dict(type='TLAlignDataPreprocessor', **NORM))
-    out = plain(_data(2), training=True)
+    assert all(torch.equal(a.gt_score, b.gt_score) for a, b in zip(
+        out['data_samples'], ref_out['data_samples']))
+    out = MODELS.build(dict(type='TLAlignDataPreprocessor', **NORM))(
+        _data(2), training=True)
     assert set(out) == {'inputs', 'data_samples'}
     assert all('gt_score' not in s for s in out['data_samples'])
 

@@ -13,9 +13,8 @@ MINMAX = r'cutmix_minmax must be \[min, max\] with 0 < min < max <= 1'
 LAM = 'lam_min and lam_max must satisfy 0 <= lam_min <= lam_max < 1'
 INTERPOLATION = r"interpolation must be one of \('bilinear', 'bicubic'\)"
 BAD = [  # (type, its arguments but alpha=1.0, the message after 'type: ')
-    *[(o, dict(alpha=a), f'alpha must be a positive number.*{a!r}')
-      for o in OWNERS for a in (0, -1., float('nan'), float('inf'), 'one',
-                                None, True)],
+    *[(o, dict(alpha=a), f'alpha must be a positive number.*{a!r}') for o in
+      OWNERS for a in (0, -1., float('nan'), float('inf'), 'one', None, True)],
     *[(o, dict(cutmix_minmax=m), MINMAX) for o in OWNERS[:3:2]
       for m in ([0.5], [0.8, 0.2], [0, 0.5], [0.2, 1.5], 'wide')],
     *[(o, dict(correct_lam='yes'), 'correct_lam must be True or False')
@@ -32,15 +31,15 @@ BAD = [  # (type, its arguments but alpha=1.0, the message after 'type: ')
     ('TLTokenCutMix', dict(box_units='token'), 'box_units'),
     ('TLTokenCutMix', dict(box_units='tokens', cutmix_minmax=[0.2, 0.8]),
      'cutmix_minmax'),
-    *[('TLBlockMix', k, m) for k, m in [
-        (dict(min_num_patches=0), 'min_num_patches must be a positive int'),
-        (dict(min_num_patches=4, max_num_patches=2),
-         r'max_num_patches \(2\) must be >= min_num_patches \(4\)'),
-        (dict(min_aspect=0), 'min_aspect must be a positive number'),
-        (dict(min_aspect=0.5, max_aspect=0.3),
-         r'max_aspect \(0.3\) must be >= min_aspect \(0.5\)'),
-        (dict(max_attempts=0), 'max_attempts must be a positive int')]],
-]
+    ('TLBlockMix', dict(min_num_patches=0), 'min_num_patches must be a '
+     'positive int'),
+    ('TLBlockMix', dict(min_num_patches=4, max_num_patches=2),
+     r'max_num_patches \(2\) must be >= min_num_patches \(4\)'),
+    ('TLBlockMix', dict(min_aspect=0), 'min_aspect must be a positive number'),
+    ('TLBlockMix', dict(min_aspect=0.5, max_aspect=0.3),
+     r'max_aspect \(0.3\) must be >= min_aspect \(0.5\)'),
+    ('TLBlockMix', dict(max_attempts=0), 'max_attempts must be a positive '
+     'int')]
 
 
 @pytest.mark.parametrize('owner,kwargs,message', BAD)
@@ -49,20 +48,16 @@ def test_bad_arguments_are_named(owner, kwargs, message):
         BATCH_AUGMENTS.build(dict(dict(type=owner, alpha=1.0), **kwargs))
 
 
-@pytest.mark.parametrize('owner', OWNERS)
-def test_good_edge_values_are_accepted(owner):
-    """An int alpha (mmpretrain's own asserts refuse alpha=1) and the edges
-    of the ranges."""
-    aug = BATCH_AUGMENTS.build(dict(type=owner, alpha=1))
-    assert aug.alpha == 1.0 and isinstance(aug.alpha, float)
-    if owner in ('TLCutMix', 'TLResizeMix'):
-        aug = BATCH_AUGMENTS.build(dict(type=owner, alpha=1.0,
-                                        cutmix_minmax=(0.2, 0.8)))
-        assert aug.cutmix_minmax == [0.2, 0.8]
-    if owner == 'TLResizeMix':
-        aug = BATCH_AUGMENTS.build(dict(type=owner, alpha=1.0, lam_min=0,
-                                        lam_max=0))
-        assert (aug.lam_min, aug.lam_max) == (0.0, 0.0)
+@pytest.mark.parametrize('owner,kwargs,attrs', [
+    # an int alpha (mmpretrain's own asserts refuse alpha=1), range edges
+    *[(o, {}, dict(alpha=1.0)) for o in OWNERS],
+    *[(o, dict(cutmix_minmax=(0.2, 0.8)), dict(cutmix_minmax=[0.2, 0.8]))
+      for o in OWNERS[:3:2]],
+    ('TLResizeMix', dict(lam_min=0, lam_max=0), dict(lam_min=0., lam_max=0.))])
+def test_good_edge_values_are_accepted(owner, kwargs, attrs):
+    aug = BATCH_AUGMENTS.build(dict(type=owner, alpha=1, **kwargs))
+    assert isinstance(aug.alpha, float)
+    assert {k: getattr(aug, k) for k in attrs} == attrs
 
 
 CUTMIX, MIXUP = dict(type='TLCutMix', alpha=1.0), dict(type='TLMixup',
@@ -75,8 +70,7 @@ CUTMIX, MIXUP = dict(type='TLCutMix', alpha=1.0), dict(type='TLMixup',
     ([CUTMIX, MIXUP], [-0.1, 0.5], r'probs must be probabilities in \[0, 1\]'),
     ([CUTMIX, MIXUP], [float('nan'), 0.5], 'probs must be probabilities'),
     ([CUTMIX, MIXUP], 'half', 'probs must be probabilities'),
-    ([], None, 'augments is empty'),
-])
+    ([], None, 'augments is empty')])
 def test_random_batch_augment_arguments(augments, probs, message):
     with pytest.raises(ValueError, match='TLRandomBatchAugment: ' + message):
         TLRandomBatchAugment(augments, probs)

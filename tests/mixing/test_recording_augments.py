@@ -5,12 +5,8 @@ and a MixRecord that rebuilds the batch; augments with no recording variant
 are refused at build."""
 import pytest
 import torch
-from mmpretrain.models.utils.batch_augments import (
-    CutMix,
-    Mixup,
-    RandomBatchAugment,
-    ResizeMix,
-)
+from mmpretrain.models.utils import batch_augments as mmpre
+from mmpretrain.models.utils.batch_augments import CutMix, Mixup, ResizeMix
 from mmpretrain.registry import BATCH_AUGMENTS
 
 import tlalign_mm.mixing as mixing
@@ -21,16 +17,15 @@ from .conftest import mix_and_check, random_batch, seed
 # (batch size, H, W): odd batch, batch of one, a size not a multiple of 16.
 SHAPES = [(5, 32, 48), (1, 32, 32), (3, 21, 35)]
 SAME = [  # the recording augment's arguments are mmpretrain's
-    ('CutMix', dict(alpha=1.0)), ('CutMix', dict(alpha=0.5,
-                                                 correct_lam=False)),
+    ('CutMix', dict(alpha=1.0)), ('Mixup', dict(alpha=0.8)),
+    ('CutMix', dict(alpha=0.5, correct_lam=False)),
     ('CutMix', dict(alpha=1.0, cutmix_minmax=[0.2, 0.8])),
-    ('Mixup', dict(alpha=0.8)), ('ResizeMix', dict(alpha=1.0)),
+    ('ResizeMix', dict(alpha=1.0)), ('ResizeMix', dict(alpha=1.0,
+                                                       correct_lam=False)),
     ('ResizeMix', dict(alpha=0.4, lam_min=0.3, lam_max=0.6)),
-    ('ResizeMix', dict(alpha=2.0, lam_min=0.0, lam_max=0.95,
-                       interpolation='bicubic')),
-    ('ResizeMix', dict(alpha=1.0, correct_lam=False)),
-    ('ResizeMix', dict(alpha=1.0, cutmix_minmax=[0.3, 0.9],
-                       interpolation='bicubic'))]
+    *[('ResizeMix', dict(k, interpolation='bicubic')) for k in [
+        dict(alpha=2.0, lam_min=0.0, lam_max=0.95),
+        dict(alpha=1.0, cutmix_minmax=[0.3, 0.9])]]]
 CASES = [(dict(type='TL' + t, **k), dict(type=t, **k)) for t, k in SAME] + [
     # the per-batch choice, 'no mixing' included, from recording names or
     # mmpretrain's own (built as their recording variants)
@@ -38,19 +33,17 @@ CASES = [(dict(type='TL' + t, **k), dict(type=t, **k)) for t, k in SAME] + [
      [dict(type='CutMix', alpha=1.0), dict(type='Mixup', alpha=0.8)]),
     ([dict(type='TLMixup', alpha=0.8), dict(type='ResizeMix', alpha=1.0)],
      [dict(type='Mixup', alpha=0.8), dict(type='ResizeMix', alpha=1.0)]),
-    (dict(type='TLTokenCutMix', alpha=1.0, patch_size=8), None),
-    (dict(type='TLTokenCutMix', alpha=1.0, patch_size=4,
-          box_units='tokens'), None),
-    (dict(type='TLPatchMix', alpha=1.0, patch_size=8), None),
-    (dict(type='TLBlockMix', alpha=1.0, patch_size=4, min_num_patches=2,
-          min_aspect=0.5), None)]
+    *[(dict(type=t, alpha=1.0, **k), None) for t, k in [
+        ('TLTokenCutMix', dict(patch_size=8)), ('TLPatchMix', dict(
+            patch_size=8)), ('TLTokenCutMix', dict(patch_size=4,
+                                                   box_units='tokens')),
+        ('TLBlockMix', dict(patch_size=4, min_num_patches=2, min_aspect=.5))]]]
 
 
 def build(cfg, ref=False):
-    if isinstance(cfg, list):
-        return (RandomBatchAugment if ref else TLRandomBatchAugment)(
-            cfg, probs=[0.4, 0.4])
-    return None if cfg is None else BATCH_AUGMENTS.build(cfg)
+    return (mmpre.RandomBatchAugment if ref else TLRandomBatchAugment)(
+        cfg, probs=[0.4, 0.4]) if isinstance(cfg, list) else (
+            cfg and BATCH_AUGMENTS.build(cfg))
 
 
 @pytest.mark.parametrize('cfg,ref_cfg', CASES, ids=lambda c: str(c)[:40])
@@ -59,10 +52,9 @@ def build(cfg, ref=False):
 def test_mixes_as_mmpretrain_and_records_it(cfg, ref_cfg, shape, dtype):
     aug, ref = build(cfg), build(ref_cfg, ref=True)
     inputs, scores = random_batch(*shape, dtype=dtype)
-    kwargs = cfg if isinstance(cfg, dict) else {}
-    modes = {mix_and_check(aug, inputs, scores, s, ref,
-                           kwargs.get('correct_lam', True),
-                           kwargs.get('interpolation', 'bilinear')).mode
+    kwargs = {k: v for k, v in (cfg if isinstance(cfg, dict) else {}).items()
+              if k in ('correct_lam', 'interpolation')}
+    modes = {mix_and_check(aug, inputs, scores, s, ref, **kwargs).mode
              for s in range(12 if isinstance(cfg, list) else 6)}
     # One naming rule for MixRecord.mode: the class name without TL, lower.
     assert modes == {type(a).__name__[2:].lower() if a else 'none'
@@ -73,8 +65,8 @@ def test_every_recording_augment_is_registered_and_tested():
     recording = [cls for name, cls in vars(mixing).items()
                  if hasattr(cls, 'mix_with_record') and 'Base' not in name
                  and cls is not TLRandomBatchAugment]
-    tested = {c['type'] for c, _ in CASES if isinstance(c, dict)}
-    assert {cls.__name__ for cls in recording} == tested
+    assert {cls.__name__ for cls in recording} == {
+        c['type'] for c, _ in CASES if isinstance(c, dict)}
     assert all(BATCH_AUGMENTS.get(cls.__name__) is cls for cls in recording)
     # Our subclasses leave mmpretrain's classes as they are.
     assert not any(hasattr(c, 'mix_with_record')
@@ -82,9 +74,9 @@ def test_every_recording_augment_is_registered_and_tested():
 
 
 def test_random_batch_augment_takes_instances_and_keeps_the_list():
-    probs = [0.4, 0.4]
     aug = TLRandomBatchAugment([dict(type='CutMix', alpha=1.0),
-                                dict(type='Mixup', alpha=0.8)], probs)
+                                dict(type='Mixup', alpha=0.8)],
+                               probs := [0.4, 0.4])
     assert [type(a) for a in aug.augments] == [TLCutMix, TLMixup, type(None)]
     assert probs == [0.4, 0.4], 'the config list was modified'
     aug = TLRandomBatchAugment(TLCutMix(alpha=1.0))  # no probs: always
@@ -103,11 +95,12 @@ def test_an_augment_with_no_recording_variant_is_refused(plain):
     with pytest.raises(TypeError) as err:
         TLRandomBatchAugment([dict(type='Mixup', alpha=0.8), plain],
                              probs=[0.5, 0.5])
+    msg = str(err.value)
     name = 'OwnMix' if isinstance(plain, dict) else type(plain).__name__
-    assert f'`{name}` has no recording variant' in str(err.value)
-    assert "mmpretrain's Mixup, CutMix and ResizeMix" in str(err.value)
-    assert 'TLTokenCutMix, TLPatchMix and TLBlockMix' in str(err.value)
-    assert ('as a config' in str(err.value)) != isinstance(plain, dict)
+    assert f'`{name}` has no recording variant' in msg
+    assert "mmpretrain's Mixup, CutMix and ResizeMix" in msg
+    assert 'TLTokenCutMix, TLPatchMix and TLBlockMix' in msg
+    assert ('as a config' in msg) != isinstance(plain, dict)
 
 
 def test_resizemix_empty_box_is_a_clear_error():
