@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from mmengine.config import Config
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
@@ -268,13 +267,3 @@ def test_transmix_trains_with_drop_path_and_a_distillation_token():
     scores = torch.stack([s.gt_score for s in given])
     torch.testing.assert_close(scores.sum(-1), torch.ones(4))
 
-
-def test_deit_small_transmix_config():
-    """The CutMix twin's model and recipe (its _base_), TransMix's target."""
-    cfg = Config.fromfile('configs/tlalign/deit-small_4xb256-transmix_in1k.py')
-    assert (cfg.model.type, cfg.model.target) == ('TLAlignClassifier',
-                                                  'transmix')
-    assert [a['type'] for a in cfg.model.train_cfg.augments] == [
-        'Mixup', 'CutMix']
-    assert cfg.model.backbone.arch == 'deit-small'
-    assert cfg.train_cfg.max_epochs == 300
