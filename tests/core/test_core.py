@@ -65,11 +65,9 @@ def test_the_padding_check_reads_the_geometry_exactly():
         length = lo + size + hi + 2 * p
         if length < d * (k - 1) + 1:
             continue
-        valid = torch.nn.functional.pad(torch.ones(1, 1, 1, size),
-                                        (lo, hi))
-        count = torch.nn.functional.conv2d(valid, torch.ones(1, 1, 1, k),
-                                           stride=(1, s), padding=(0, p),
-                                           dilation=(1, d))
+        valid = F.pad(torch.ones(1, 1, 1, size), (lo, hi))
+        count = F.conv2d(valid, torch.ones(1, 1, 1, k), stride=(1, s),
+                         padding=(0, p), dilation=(1, d))
         expected = bool((count <= 0).any())
         assert _a_window_reads_only_padding(size, k, s, p, d, lo, hi) == \
             expected, (size, k, s, p, d, lo, hi)

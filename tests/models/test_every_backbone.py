@@ -19,6 +19,7 @@ import os.path as osp
 import re
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -229,33 +230,21 @@ def test_recorded_backbone_is_the_plain_one(name, monkeypatch):
 def test_two_backbones_in_two_threads_get_their_own_labels():
     """Both forwards are inside their blocks at the same time (a barrier in
     the first block of each); each gets the labels it gets alone."""
-    first, side = build(NAMES[0])
-    second, _ = build(NAMES[5])
-    inputs = {id(first): random_mix(2, 2, side, side, seed=1),
-              id(second): random_mix(2, 3, 70, 70, seed=2)}
-    alone = {id(b): aligned_forward(b, *inputs[id(b)][:2]).weights
-             for b in (first, second)}
+    (first, side), (second, _) = build(NAMES[0]), build(NAMES[5])
+    runs = [(first, random_mix(2, 2, side, side, seed=1)[:2]),
+            (second, random_mix(2, 3, 70, 70, seed=2)[:2])]
+
+    def labels(run):
+        return aligned_forward(run[0], *run[1]).weights
+
+    alone = [labels(run) for run in runs]
     barrier = threading.Barrier(2, timeout=60)
-    for backbone in (first, second):
+    for backbone, _ in runs:
         describe(backbone).blocks[0].register_forward_pre_hook(
             lambda m, a: (barrier.wait(), None)[1])
-    results, errors = {}, []
-
-    def run(backbone):
-        try:
-            results[id(backbone)] = aligned_forward(
-                backbone, *inputs[id(backbone)][:2]).weights
-        except Exception as error:  # noqa: BLE001  (reported below)
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(b, ))
-               for b in (first, second)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
-    assert all(torch.equal(results[k], w) for k, w in alone.items())
+    with ThreadPoolExecutor(2) as pool:  # (a thread's error is raised)
+        together = list(pool.map(labels, runs))
+    assert all(torch.equal(a, b) for a, b in zip(together, alone))
 
 
 # -- a family the package does not name ----------------------------------
