@@ -230,6 +230,21 @@ def _swin_v2_without_merging_rule(monkeypatch):
     return build(zoo.SWIN_V2)
 
 
+def timm_model(name='deit_tiny_patch16_224', **kwargs):
+    tiny = dict(img_size=32, patch_size=8, embed_dim=32, depth=1,
+                num_heads=2) if name.startswith('deit') else {}
+    return lambda mp: timm.create_model(name, pretrained=False,
+                                        **dict(tiny, **kwargs))
+
+
+def distilled_training(mp):
+    model = build(dict(zoo.TIMM, model_name='deit_tiny_distilled_patch16_224'))
+    model.timm_model.set_distilled_training(True)
+    return model
+
+
+SWIN_KW = dict(img_size=32, embed_dim=16, depths=(1, 1), num_heads=(1, 2))
+TIMM_SWIN = dict(SWIN_KW, model_name='swin_tiny_patch4_window7_224')
 BAD = {  # name: (backbone, call's changes, error, match)
     'pixel weights sum to 2': (zoo.VIT, dict(pw=2.), ValueError, 'sum to 1'),
     'pixel weights of another size': (zoo.VIT, dict(pw=slice(16)),
@@ -261,18 +276,50 @@ BAD = {  # name: (backbone, call's changes, error, match)
                                   ValueError, 'out of range'),
     "align_layers='first'": (zoo.VIT, dict(align_layers='first'), ValueError,
                              "'all', 'last'"),
+    # timm: the VisionTransformer family only, and what it can label
+    'TIMMBackbone of a ViT': (dict(zoo.TIMM, type='TIMMBackbone'), {},
+                              ValueError, "type='PooledTIMMBackbone'"),
+    'TIMMBackbone of a Swin': (dict(TIMM_SWIN, type='TIMMBackbone'), {},
+                               NotImplementedError,
+                               'VisionTransformer family.*SwinTransformer'),
+    'TIMMBackbone of a ResNet': (dict(type='TIMMBackbone',
+                                      model_name='resnet18'), {},
+                                 NotImplementedError,
+                                 'VisionTransformer family.*SwinTransformer'),
+    'bare timm Swin': (timm_model(TIMM_SWIN['model_name'], **SWIN_KW), {},
+                       NotImplementedError, 'does not record timm'),
+    'bare timm ResNet': (timm_model('resnet18'), {}, NotImplementedError,
+                         'does not record timm'),
+    'timm PatchDropout': (timm_model(patch_drop_rate=0.5), {},
+                          NotImplementedError, 'PatchDropout'),
+    'timm DiffAttention': (timm_model(attn_layer='diff'), {},
+                           NotImplementedError,
+                           'block 0 is a Block with DiffAttention'),
+    'timm ParallelScalingBlock': (timm_model(
+        block_fn=timm.models.vision_transformer.ParallelScalingBlock), {},
+        NotImplementedError, 'block 0 is a ParallelScalingBlock'),
+    "timm global_pool='map'": (timm_model(global_pool='map'), {},
+                               NotImplementedError, "global_pool='map'"),
+    "timm global_pool='max'": (dict(zoo.TIMM, global_pool='max'), {},
+                               ValueError, 'global_pool must be one of'),
+    'timm distilled, avg pool': (dict(
+        zoo.TIMM, global_pool='avg',
+        model_name='deit_tiny_distilled_patch16_224'), {}, ValueError,
+        'timm refused'),
+    'timm distilled training': (distilled_training, {}, NotImplementedError,
+                                'distilled_training'),
 }
 
 
 @pytest.mark.parametrize('name', list(BAD))
 def test_bad_input_is_a_clear_error(name, monkeypatch):
     cfg, changes, error, match = BAD[name]
-    model = cfg(monkeypatch) if callable(cfg) else build(cfg)
     images, pw, targets = random_mix(2, 2, 32, 32)
     changes = dict(changes)
     pw = pw * changes.pop('pw') if isinstance(changes.get('pw'), float) \
         else pw[..., :changes.pop('pw').stop] if 'pw' in changes else pw
     targets = targets[:, :changes.pop('targets')] if 'targets' in changes \
         else targets
-    with pytest.raises(error, match=match):
+    with pytest.raises(error, match=match):  # at build or at the call
+        model = cfg(monkeypatch) if callable(cfg) else build(cfg)
         align_labels(model, images, pw, targets, **changes)
