@@ -105,19 +105,16 @@ def test_predict_and_checkpoints_are_image_classifiers():
 
 
 def test_missing_record_or_wrong_num_classes_is_a_clear_error():
-    model = MODELS.build(model_cfg(aug='CutMix') | dict(
-        data_preprocessor=dict(type='ClsDataPreprocessor', num_classes=5)))
-    model.train()
-    batch = model.data_preprocessor(fake_batch(2), training=True)
-    with pytest.raises(ValueError, match='TLAlignDataPreprocessor'):
-        model(**batch, mode='loss')
-    cfg = model_cfg()
-    cfg['head']['num_classes'] = 7
-    model = MODELS.build(cfg)
-    model.train()
-    batch = model.data_preprocessor(fake_batch(2), training=True)
-    with pytest.raises(ValueError, match='num_classes'):
-        model(**batch, mode='loss')
+    wrong = model_cfg()
+    wrong['head']['num_classes'] = 7
+    for cfg, match in [(model_cfg(aug='CutMix') | dict(data_preprocessor=dict(
+            type='ClsDataPreprocessor', num_classes=5)),
+                        'TLAlignDataPreprocessor'), (wrong, 'num_classes')]:
+        model = MODELS.build(cfg)
+        model.train()
+        batch = model.data_preprocessor(fake_batch(2), training=True)
+        with pytest.raises(ValueError, match=match):
+            model(**batch, mode='loss')
 
 
 SWIN = dict(type='SwinTransformer', arch=dict(embed_dims=16, depths=[2, 2],
