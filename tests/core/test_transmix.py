@@ -36,21 +36,17 @@ def test_mean_with_the_area_lambda_and_other_ratios():
         transmix_lambda_from_weighted(weighted, area, ratio=0.), area)
 
 
-def test_no_attention_on_patches_falls_back_to_the_area():
-    area = torch.tensor([[0.7, 0.3]])
-    out = transmix_lambda(torch.zeros(1, 3), torch.rand(1, 3, 2).softmax(-1),
-                          area)
-    torch.testing.assert_close(out, area)
-
-
-def test_mixup_labels_keep_the_area_lambda():
-    # Mixup: every patch holds (lam, 1 - lam), so any attention gives lam.
-    g = torch.Generator().manual_seed(0)
-    attn = torch.rand(3, 16, generator=g)
+def test_no_attention_on_patches_or_mixup_labels_give_the_area():
+    """Mixup: every patch holds (lam, 1 - lam), so any attention gives
+    lam; no attention on the patches falls back to the area."""
+    attn = torch.rand(3, 16, generator=torch.Generator().manual_seed(0))
     lam = torch.tensor([0.2, 0.5, 0.9])
     area = torch.stack([lam, 1 - lam], 1)
     labels = area[:, None].expand(-1, 16, -1)
     torch.testing.assert_close(transmix_lambda(attn, labels, area), area)
+    out = transmix_lambda(torch.zeros(3, 16), torch.rand(3, 16, 2).softmax(
+        -1), area)
+    torch.testing.assert_close(out, area)
 
 
 def test_bad_shapes_are_a_clear_error():

@@ -120,12 +120,8 @@ def spt_tokens(spt, x):
     feats = torch.zeros(B, h, w, p, p, 5, C, dtype=torch.double)
     for a, b, v, r, c, valid in spt_reads(H, W, p, s):
         feats[:, :, :, a, b, v] = (x[:, :, r, c] * valid).permute(0, 2, 3, 1)
-    feats = feats.reshape(B, h * w, -1)
-    norm, lin = spt.norm, spt.reduction
-    feats = torch.nn.functional.layer_norm(
-        feats, feats.shape[-1:], norm.weight.double(), norm.bias.double(),
-        norm.eps)
-    return feats @ lin.weight.double().T + lin.bias.double(), (h, w)
+    return lin(spt.reduction, norm(spt.norm, feats.reshape(B, h * w, -1))), (
+        h, w)
 
 
 def lin(m, x):
@@ -136,10 +132,9 @@ def lin(m, x):
 
 def norm(m, x):
     """A LayerNorm (or Identity) of ``x`` in float64."""
-    if not isinstance(m, torch.nn.LayerNorm):
-        return x
     return F.layer_norm(x, m.normalized_shape, m.weight.double(),
-                        m.bias.double(), m.eps)
+                        m.bias.double(), m.eps) if isinstance(
+        m, torch.nn.LayerNorm) else x
 
 
 def embed_labels(pe, grid):
@@ -170,15 +165,11 @@ def token_attention(module, args, kwargs):
     x = args[0].double()
     B, N, _ = x.shape
     m = module
-    W = m.qkv.weight.double()
-    bias = torch.zeros(W.shape[0], dtype=torch.double)
-    if m.qkv.bias is not None:
-        bias = m.qkv.bias.double()
+    qkv = lin(m.qkv, x)
     if getattr(m, 'q_bias', None) is not None:  # BEiT
-        bias = torch.cat([m.q_bias, torch.zeros_like(m.v_bias),
-                          m.v_bias]).double()
-    q, k, v = (_heads(t, B, m.num_heads) for t in (x @ W.T + bias).chunk(
-        3, -1))
+        qkv = qkv + torch.cat([m.q_bias, torch.zeros_like(m.v_bias),
+                               m.v_bias]).double()
+    q, k, v = (_heads(t, B, m.num_heads) for t in qkv.chunk(3, -1))
     if hasattr(m, 'q_norm'):  # timm
         q, k = norm(m.q_norm, q), norm(m.k_norm, k)
     scale = getattr(m, 'scale', q.shape[-1]**-0.5)

@@ -14,106 +14,96 @@ from .zoo import in_classes, random_mix
 
 V2 = zoo.SWIN_V2
 BOX = (3, 21, 5, 30)
+
+
+def case(cfg, S=2, size=(32, 32), box=None, **options):
+    """(backbone config, sources, (H, W), CutMix box, options)."""
+    return cfg, S, size, box, options
+
+
 # name: (backbone config, sources, (H, W), CutMix box, aligned_forward
 # options). Each row is a label path: extra tokens, padding, shift on/off,
 # merges (before/after a stage's blocks), spatial reduction, SPT views, LSA.
 CASES = {
-    'ViT cls, box': (zoo.VIT, 2, (32, 32), BOX, {}),
-    'ViT pooled, no cls, not a multiple of the patch': (dict(
-        zoo.VIT, out_type='avg_featmap', with_cls_token=False), 3, (36, 29),
-        None, {}),
-    'DeiT distilled, other size': (dict(
-        zoo.VIT, type='DistilledVisionTransformer'), 3, (48, 40), None, {}),
-    'ViT last block only': (zoo.VIT, 2, (32, 32), BOX,
-                            dict(align_layers='last')),
-    'ViT blocks 0 and 2, no residual average': (
-        zoo.VIT, 2, (32, 32), BOX, dict(align_layers=[0, 2],
-                                        residual_norm=False)),
-    'DeiT3 (not named by the package)': (zoo.DEIT3, 2, (32, 32), BOX, {}),
-    'ViT-like class (not named by the package)': (
-        dict(type='TinyViTLike'), 3, (32, 32), None, {}),
-    'BEiT relative bias, pooled': (zoo.BEIT, 2, (32, 32), BOX, {}),
-    'BEiT shared bias, cls, final norm': (dict(
-        zoo.BEIT, out_type='cls_token', use_rel_pos_bias=False,
-        use_shared_rel_pos_bias=True, final_norm=True), 3, (32, 32), None,
-        {}),
-    'BEiT absolute, no layer scale, no cls': (dict(
-        zoo.BEIT, with_cls_token=False, use_rel_pos_bias=False,
-        use_abs_pos_emb=True, layer_scale_init_value=0.), 3, (32, 32), None,
-        {}),
+    'ViT cls, box': case(zoo.VIT, box=BOX),
+    'ViT pooled, no cls, not a multiple of the patch': case(dict(zoo.VIT,
+        out_type='avg_featmap', with_cls_token=False), S=3, size=(36, 29)),
+    'DeiT distilled, other size': case(dict(zoo.VIT,
+        type='DistilledVisionTransformer'), S=3, size=(48, 40)),
+    'ViT last block only': case(zoo.VIT, box=BOX, align_layers='last'),
+    'ViT blocks 0 and 2, no residual average': case(zoo.VIT, box=BOX,
+        align_layers=[0, 2], residual_norm=False),
+    'DeiT3 (not named by the package)': case(zoo.DEIT3, box=BOX),
+    'ViT-like class (not named by the package)': case(dict(type='TinyViTLike'),
+        S=3),
+    'BEiT relative bias, pooled': case(zoo.BEIT, box=BOX),
+    'BEiT shared bias, cls, final norm': case(dict(zoo.BEIT,
+        out_type='cls_token', use_rel_pos_bias=False,
+        use_shared_rel_pos_bias=True, final_norm=True), S=3),
+    'BEiT absolute, no layer scale, no cls': case(dict(zoo.BEIT,
+        with_cls_token=False, use_rel_pos_bias=False, use_abs_pos_emb=True,
+        layer_scale_init_value=0.), S=3),
     # 18x18 tokens padded to 21x21, then 9x9 padded to 14x14; the box's
     # token edges cut 2x2 merge groups.
-    'Swin padded, box': (zoo.SWIN, 2, (70, 70), (13, 45, 21, 59), {}),
+    'Swin padded, box': case(zoo.SWIN, size=(70, 70), box=(13, 45, 21, 59)),
     # 14x21 tokens, then 7x11: the map equals the window in stage 2 (shift
     # off), W still padded.
-    'Swin map equals window': (zoo.SWIN, 3, (56, 84), None, {}),
-    'Swin pad_small_map, 3 stages': (dict(
-        zoo.SWIN, arch=zoo.SWIN3, out_indices=(2, ), pad_small_map=True), 2,
-        (70, 70), None, {}),
-    'Swin out_after_downsample, no residual average': (dict(
-        zoo.SWIN, out_indices=(0, ), out_after_downsample=True), 3, (62, 70),
-        None, dict(residual_norm=False)),
-    'Swin V2 padded, box': (V2, 2, (70, 70), (13, 45, 21, 59), {}),
-    'Swin V2 map equals window': (V2, 3, (32, 48), None, {}),
-    'Swin V2 pad_small_map, window 8': (dict(
-        V2, arch=dict(zoo.SWIN3, extra_norm_every_n_blocks=0),
-        out_indices=(2, ), window_size=8, pad_small_map=True,
-        pretrained_window_sizes=[0] * 3), 2, (70, 70), None, {}),
-    'Swin V2 window per stage, pretrained window': (dict(
-        V2, window_size=[3, 4], pretrained_window_sizes=[6, 0]), 2,
-        (70, 70), None, {}),
-    'Swin V2 readout of stages 0 and 1, extra norm': (dict(
-        V2, out_indices=(0, 1), arch=dict(V2['arch'],
-                                          extra_norm_every_n_blocks=1)),
-        3, (62, 74), None, {}),
+    'Swin map equals window': case(zoo.SWIN, S=3, size=(56, 84)),
+    'Swin pad_small_map, 3 stages': case(dict(zoo.SWIN, arch=zoo.SWIN3,
+        out_indices=(2, ), pad_small_map=True), size=(70, 70)),
+    'Swin out_after_downsample, no residual average': case(dict(zoo.SWIN,
+        out_indices=(0, ), out_after_downsample=True), S=3, size=(62, 70),
+        residual_norm=False),
+    'Swin V2 padded, box': case(V2, size=(70, 70), box=(13, 45, 21, 59)),
+    'Swin V2 map equals window': case(V2, S=3, size=(32, 48)),
+    'Swin V2 pad_small_map, window 8': case(dict(V2, arch=dict(zoo.SWIN3,
+        extra_norm_every_n_blocks=0), out_indices=(2, ), window_size=8,
+        pad_small_map=True, pretrained_window_sizes=[0] * 3), size=(70, 70)),
+    'Swin V2 window per stage, pretrained window': case(dict(V2,
+        window_size=[3, 4], pretrained_window_sizes=[6, 0]), size=(70, 70)),
+    'Swin V2 readout of stages 0 and 1, extra norm': case(dict(V2,
+        out_indices=(0, 1), arch=dict(V2['arch'],
+        extra_norm_every_n_blocks=1)), S=3, size=(62, 74)),
     # 18, 9, 5, 3 tokens a side; the 8x8 reduction of 18x18 leaves two
     # rows and columns out.
-    'PVT v2': (zoo.PVT, 3, (70, 70), None, {}),
-    'PVT v2 box, stage 1 readout': (dict(zoo.PVT, out_indices=(0, 1)), 2,
-                                    (64, 64), (5, 37, 11, 50), {}),
-    'PVT v1 (position embedding)': (zoo.PVT_V1, 2, (70, 70), None, {}),
-    'SL-ViT cls, box': (zoo.SL_VIT, 2, (32, 32), (5, 23, 3, 18), {}),
-    'SL-ViT pooled, corner padding': (dict(
-        zoo.SL_VIT, out_type='avg_featmap'), 3, (30, 27), None, {}),
-    "SL-ViT SPT only, label_views='centre'": (dict(
-        zoo.SL_VIT, use_lsa=False, spt_cfg=dict(label_views='centre')), 2,
-        (32, 32), BOX, {}),
-    'SL-ViT LSA only': (dict(zoo.SL_VIT, use_spt=False), 2, (32, 32), BOX,
-                        {}),
-    'SL-Swin box': (zoo.SL_SWIN, 2, (32, 32), (3, 19, 9, 30), {}),
+    'PVT v2': case(zoo.PVT, S=3, size=(70, 70)),
+    'PVT v2 box, stage 1 readout': case(dict(zoo.PVT, out_indices=(0, 1)),
+        size=(64, 64), box=(5, 37, 11, 50)),
+    'PVT v1 (position embedding)': case(zoo.PVT_V1, size=(70, 70)),
+    'SL-ViT cls, box': case(zoo.SL_VIT, box=(5, 23, 3, 18)),
+    'SL-ViT pooled, corner padding': case(dict(zoo.SL_VIT,
+        out_type='avg_featmap'), S=3, size=(30, 27)),
+    "SL-ViT SPT only, label_views='centre'": case(dict(zoo.SL_VIT,
+        use_lsa=False, spt_cfg=dict(label_views='centre')), box=BOX),
+    'SL-ViT LSA only': case(dict(zoo.SL_VIT, use_spt=False), box=BOX),
+    'SL-Swin box': case(zoo.SL_SWIN, box=(3, 19, 9, 30)),
     # 15x15 tokens (windows padded to 16), SPT pooling pads 15 -> 16.
-    'SL-Swin padded everywhere': (zoo.SL_SWIN, 3, (30, 30), None, {}),
-    'SL-Swin LSA only, out after downsample': (dict(
-        zoo.SL_SWIN, use_spt=False, out_indices=(1, ),
-        out_after_downsample=True), 2, (32, 32), None, {}),
-    'SL-Swin SPT only': (dict(zoo.SL_SWIN, use_lsa=False), 2, (32, 32),
-                         None, {}),
-    'timm DeiT, fused': (dict(zoo.TIMM, fused=True), 2, (32, 32), BOX, {}),
-    'timm distilled DeiT, explicit': (dict(
-        zoo.TIMM, model_name='deit_tiny_distilled_patch16_224', depth=3,
-        fused=False), 2, (32, 32), BOX, {}),
-    'timm DeiT3 (layer scale, no_embed_class), fused': (dict(
-        zoo.TIMM, model_name='deit3_small_patch16_224', fused=True), 3,
-        (32, 32), None, {}),
-    'timm registers, qk-norm, avg, explicit': (dict(
-        zoo.TIMM, reg_tokens=4, qk_norm=True, global_pool='avg',
-        fused=False), 3, (32, 32), None, {}),
-    'timm no class token, registers, fused': (dict(
-        zoo.TIMM, class_token=False, reg_tokens=2, global_pool='avg',
-        fused=True), 3, (32, 32), None, {}),
-    'timm avg over prefix too, explicit': (dict(
-        zoo.TIMM, global_pool='avg', pool_include_prefix=True, fused=False),
-        3, (32, 32), None, {}),
-    'timm dynamic size, padded, fused': (dict(
-        zoo.TIMM, dynamic_img_size=True, dynamic_img_pad=True, fused=True),
-        3, (36, 29), None, {}),
+    'SL-Swin padded everywhere': case(zoo.SL_SWIN, S=3, size=(30, 30)),
+    'SL-Swin LSA only, out after downsample': case(dict(zoo.SL_SWIN,
+        use_spt=False, out_indices=(1, ), out_after_downsample=True)),
+    'SL-Swin SPT only': case(dict(zoo.SL_SWIN, use_lsa=False)),
+    'timm DeiT, fused': case(dict(zoo.TIMM, fused=True), box=BOX),
+    'timm distilled DeiT, explicit': case(dict(zoo.TIMM,
+        model_name='deit_tiny_distilled_patch16_224', depth=3, fused=False),
+        box=BOX),
+    'timm DeiT3 (layer scale, no_embed_class), fused': case(dict(zoo.TIMM,
+        model_name='deit3_small_patch16_224', fused=True), S=3),
+    'timm registers, qk-norm, avg, explicit': case(dict(zoo.TIMM, reg_tokens=4,
+        qk_norm=True, global_pool='avg', fused=False), S=3),
+    'timm no class token, registers, fused': case(dict(zoo.TIMM,
+        class_token=False, reg_tokens=2, global_pool='avg', fused=True), S=3),
+    'timm avg over prefix too, explicit': case(dict(zoo.TIMM,
+        global_pool='avg', pool_include_prefix=True, fused=False), S=3),
+    'timm dynamic size, padded, fused': case(dict(zoo.TIMM,
+        dynamic_img_size=True, dynamic_img_pad=True, fused=True), S=3,
+        size=(36, 29)),
     # DeiT-Tiny's geometry: 197 tokens, heads of 64 (the labels' SDPA path)
-    'timm DeiT-Tiny at 224, fused': (dict(
-        zoo.TIMM, img_size=224, patch_size=16, embed_dim=192, num_heads=3),
-        2, (224, 224), (30, 150, 45, 190), {}),
-    'timm ResPostBlock, explicit': (dict(
-        zoo.TIMM, block_fn=timm.models.vision_transformer.ResPostBlock,
-        fused=False), 3, (32, 32), None, {}),
+    'timm DeiT-Tiny at 224, fused': case(dict(zoo.TIMM, img_size=224,
+        patch_size=16, embed_dim=192, num_heads=3), size=(224, 224), box=(30,
+        150, 45, 190)),
+    'timm ResPostBlock, explicit': case(dict(zoo.TIMM,
+        block_fn=timm.models.vision_transformer.ResPostBlock, fused=False),
+        S=3),
 }
 
 
@@ -240,6 +230,21 @@ def _swin_v2_without_merging_rule(monkeypatch):
     return build(zoo.SWIN_V2)
 
 
+def timm_model(name='deit_tiny_patch16_224', **kwargs):
+    tiny = dict(img_size=32, patch_size=8, embed_dim=32, depth=1,
+                num_heads=2) if name.startswith('deit') else {}
+    return lambda mp: timm.create_model(name, pretrained=False,
+                                        **dict(tiny, **kwargs))
+
+
+def distilled_training(mp):
+    model = build(dict(zoo.TIMM, model_name='deit_tiny_distilled_patch16_224'))
+    model.timm_model.set_distilled_training(True)
+    return model
+
+
+SWIN_KW = dict(img_size=32, embed_dim=16, depths=(1, 1), num_heads=(1, 2))
+TIMM_SWIN = dict(SWIN_KW, model_name='swin_tiny_patch4_window7_224')
 BAD = {  # name: (backbone, call's changes, error, match)
     'pixel weights sum to 2': (zoo.VIT, dict(pw=2.), ValueError, 'sum to 1'),
     'pixel weights of another size': (zoo.VIT, dict(pw=slice(16)),
@@ -271,18 +276,50 @@ BAD = {  # name: (backbone, call's changes, error, match)
                                   ValueError, 'out of range'),
     "align_layers='first'": (zoo.VIT, dict(align_layers='first'), ValueError,
                              "'all', 'last'"),
+    # timm: the VisionTransformer family only, and what it can label
+    'TIMMBackbone of a ViT': (dict(zoo.TIMM, type='TIMMBackbone'), {},
+                              ValueError, "type='PooledTIMMBackbone'"),
+    'TIMMBackbone of a Swin': (dict(TIMM_SWIN, type='TIMMBackbone'), {},
+                               NotImplementedError,
+                               'VisionTransformer family.*SwinTransformer'),
+    'TIMMBackbone of a ResNet': (dict(type='TIMMBackbone',
+                                      model_name='resnet18'), {},
+                                 NotImplementedError,
+                                 'VisionTransformer family.*SwinTransformer'),
+    'bare timm Swin': (timm_model(TIMM_SWIN['model_name'], **SWIN_KW), {},
+                       NotImplementedError, 'does not record timm'),
+    'bare timm ResNet': (timm_model('resnet18'), {}, NotImplementedError,
+                         'does not record timm'),
+    'timm PatchDropout': (timm_model(patch_drop_rate=0.5), {},
+                          NotImplementedError, 'PatchDropout'),
+    'timm DiffAttention': (timm_model(attn_layer='diff'), {},
+                           NotImplementedError,
+                           'block 0 is a Block with DiffAttention'),
+    'timm ParallelScalingBlock': (timm_model(
+        block_fn=timm.models.vision_transformer.ParallelScalingBlock), {},
+        NotImplementedError, 'block 0 is a ParallelScalingBlock'),
+    "timm global_pool='map'": (timm_model(global_pool='map'), {},
+                               NotImplementedError, "global_pool='map'"),
+    "timm global_pool='max'": (dict(zoo.TIMM, global_pool='max'), {},
+                               ValueError, 'global_pool must be one of'),
+    'timm distilled, avg pool': (dict(
+        zoo.TIMM, global_pool='avg',
+        model_name='deit_tiny_distilled_patch16_224'), {}, ValueError,
+        'timm refused'),
+    'timm distilled training': (distilled_training, {}, NotImplementedError,
+                                'distilled_training'),
 }
 
 
 @pytest.mark.parametrize('name', list(BAD))
 def test_bad_input_is_a_clear_error(name, monkeypatch):
     cfg, changes, error, match = BAD[name]
-    model = cfg(monkeypatch) if callable(cfg) else build(cfg)
     images, pw, targets = random_mix(2, 2, 32, 32)
     changes = dict(changes)
     pw = pw * changes.pop('pw') if isinstance(changes.get('pw'), float) \
         else pw[..., :changes.pop('pw').stop] if 'pw' in changes else pw
     targets = targets[:, :changes.pop('targets')] if 'targets' in changes \
         else targets
-    with pytest.raises(error, match=match):
+    with pytest.raises(error, match=match):  # at build or at the call
+        model = cfg(monkeypatch) if callable(cfg) else build(cfg)
         align_labels(model, images, pw, targets, **changes)

@@ -16,6 +16,8 @@ from mmpretrain.structures import DataSample
 
 import tlalign_mm  # noqa: F401
 
+from .zoo import head_samples
+
 # DeiT-S's and Swin-T's paths, narrowed: heads of 64 (the SDPA path of
 # head-mean attention); window 7 on 14x14 tokens, then 7x7 (shifted
 # windows, no padded window, as in training).
@@ -62,15 +64,7 @@ def build(kind, float_drop_rates=True):
         data_samples=[DataSample().set_gt_label(i) for i in range(4)])
     torch.manual_seed(1)
     batch = model.data_preprocessor(data, training=True)
-    targets = []  # what the head's loss is given
-    head_loss = model.head.loss
-
-    def loss(feats, samples):
-        targets.append(torch.stack([s.gt_score for s in samples]))
-        return head_loss(feats, samples)
-
-    model.head.loss = loss
-    return model, dict(batch, targets=targets)
+    return model, dict(batch, targets=head_samples(model))
 
 
 def aligned_scores(model, batch):
@@ -78,7 +72,8 @@ def aligned_scores(model, batch):
     batch = dict(batch)
     targets = batch.pop('targets')
     losses = model(**batch, mode='loss')
-    return sum(v for k, v in losses.items() if 'loss' in k), targets[-1]
+    return sum(v for k, v in losses.items() if 'loss' in k), torch.stack(
+        [s.gt_score for s in targets[-4:]])
 
 
 @pytest.mark.parametrize('kind', [

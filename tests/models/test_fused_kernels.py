@@ -51,10 +51,6 @@ def device(request):
     torch.backends.cudnn.allow_tf32 = before
 
 
-def on(device, *tensors):
-    return [t.to(device) for t in tensors]
-
-
 @pytest.mark.parametrize('name', ['ViT', 'DeiT-S 224', 'Swin'])
 def test_fused_kernel_matches_dense_reference(name, device):
     """On CPU the small ViT (the SDPA path; Swin's windows take it on CPU in
@@ -73,9 +69,9 @@ def test_fused_kernel_matches_dense_reference(name, device):
                                      box=box)
     ref, ref_history = reference(model, images, pw, targets)
     with sdpa_kernel(FUSED):
-        labels, history = align_labels(copy.deepcopy(model).to(device),
-                                       *on(device, images, pw, targets),
-                                       return_token_labels=True)
+        labels, history = align_labels(
+            copy.deepcopy(model).to(device), *(t.to(device) for t in (
+                images, pw, targets)), return_token_labels=True)
     err = (labels.double().cpu() - ref).abs().max().item()
     print(f'{name}: max |fused({device}) - dense| = {err:.2e}')
     assert err <= 1e-5
