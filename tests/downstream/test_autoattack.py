@@ -128,6 +128,7 @@ def test_normalisation_runs_inside_the_attacked_function():
         PixelSpaceClassifier(classifier)
 
 
+@pytest.mark.e2e  # seconds of attacks
 def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
     model = PixelSpaceClassifier(tiny_classifier())
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(4))
@@ -153,6 +154,7 @@ def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
     assert result['attacks'] == CHEAP
 
 
+@pytest.mark.e2e  # seconds of attacks
 def test_large_eps_is_no_better_than_clean():
     model = PixelSpaceClassifier(tiny_classifier())
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(6))
@@ -170,6 +172,7 @@ def test_large_eps_is_no_better_than_clean():
     assert 0 < result['max_perturbation'] <= 1.0 * (1 + 1e-5)
 
 
+@pytest.mark.e2e  # seconds of attacks
 def test_fewer_than_ten_classes_target_all_the_others():
     # AutoAttack's targeted attacks try 9 runner-up classes; with 5 it would
     # index past the logits
