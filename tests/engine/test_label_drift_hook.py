@@ -13,6 +13,7 @@ import tlalign_mm  # noqa: F401  (registers the hook)
 from tlalign_mm.core.label_drift import label_drift
 from tlalign_mm.engine import LabelDriftHook
 
+
 def H(*p):
     return -sum(x * math.log(x) for x in p if x > 0)
 

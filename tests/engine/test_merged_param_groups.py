@@ -12,6 +12,7 @@ import tlalign_mm  # noqa: F401  (registers the constructor)
 from tests.tool_scripts import ROOT
 from tlalign_mm.engine import merge_param_groups
 
+
 def build(constructor, model, optim_wrapper):
     cfg = copy.deepcopy(optim_wrapper)
     cfg.pop('constructor', None)
