@@ -81,13 +81,11 @@ def tiny_classifier(num_classes: int = 10):
     return model.eval()
 
 
-def uint8_batch(n: int, labels=None, seed: int = 0) -> dict:
-    generator = torch.Generator().manual_seed(seed)
-    inputs = torch.randint(0, 256, (n, 3, 16, 16), generator=generator,
-                           dtype=torch.uint8)
-    labels = [0] * n if labels is None else labels
-    return dict(inputs=inputs, data_samples=[
-        DataSample().set_gt_label(int(y)) for y in labels])
+def uint8_batch(n: int) -> dict:
+    generator = torch.Generator().manual_seed(0)
+    return dict(inputs=torch.randint(0, 256, (n, 3, 16, 16),
+                                     generator=generator, dtype=torch.uint8),
+                data_samples=[DataSample().set_gt_label(0)] * n)
 
 
 def half_right(model, x):
@@ -185,11 +183,6 @@ def test_large_eps_is_no_better_than_clean():
 PRETRAIN = config_path('tlalign', 'deit-tiny_4xb256-tlalign_in1k.py')
 
 
-def write_labels(root, names, labels):
-    with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
-        f.writelines(f'{n} {y}\n' for n, y in zip(names, labels))
-
-
 @pytest.fixture(scope='module')
 def tiny_imagenet_run(tmp_path_factory):
     """The real DeiT-T TL-Align config with the tiny arch at 1/7 scale, a
@@ -216,7 +209,8 @@ def tiny_imagenet_run(tmp_path_factory):
         with torch.no_grad():
             predictions += model(x).argmax(1).tolist()
         names += [osp.basename(s.img_path) for s in data['data_samples']]
-    write_labels(root, names, predictions)
+    with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
+        f.writelines(f'{n} {y}\n' for n, y in zip(names, predictions))
     return config, ckpt, tmp
 
 
