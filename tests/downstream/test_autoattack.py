@@ -81,13 +81,11 @@ def tiny_classifier(num_classes: int = 10):
     return model.eval()
 
 
-def uint8_batch(n: int, labels=None, seed: int = 0) -> dict:
-    generator = torch.Generator().manual_seed(seed)
-    inputs = torch.randint(0, 256, (n, 3, 16, 16), generator=generator,
-                           dtype=torch.uint8)
-    labels = [0] * n if labels is None else labels
-    return dict(inputs=inputs, data_samples=[
-        DataSample().set_gt_label(int(y)) for y in labels])
+def uint8_batch(n: int) -> dict:
+    generator = torch.Generator().manual_seed(0)
+    return dict(inputs=torch.randint(0, 256, (n, 3, 16, 16),
+                                     generator=generator, dtype=torch.uint8),
+                data_samples=[DataSample().set_gt_label(0)] * n)
 
 
 def half_right(model, x):
@@ -128,6 +126,7 @@ def test_normalisation_runs_inside_the_attacked_function():
         PixelSpaceClassifier(classifier)
 
 
+@pytest.mark.e2e  # seconds of attacks
 def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
     model = PixelSpaceClassifier(tiny_classifier())
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(4))
@@ -151,8 +150,16 @@ def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
     assert result['clean_accuracy'] == result['robust_accuracy'] == 50
     assert result['max_perturbation'] == 0
     assert result['attacks'] == CHEAP
+    # 5 classes: AutoAttack's targeted attacks would try 9 runner-up
+    # classes, indexing past the logits; nothing fooled, every one tried
+    model = PixelSpaceClassifier(tiny_classifier(5))
+    labels = model(x[:1]).argmax(1)
+    result = autoattack_accuracy(model, [(x[:1], labels)], eps=0.0,
+                                 version='custom', attacks=['apgd-t', 'fab-t'])
+    assert result['robust_accuracy'] == result['clean_accuracy'] == 100
 
 
+@pytest.mark.e2e  # seconds of attacks
 def test_large_eps_is_no_better_than_clean():
     model = PixelSpaceClassifier(tiny_classifier())
     x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(6))
@@ -170,29 +177,10 @@ def test_large_eps_is_no_better_than_clean():
     assert 0 < result['max_perturbation'] <= 1.0 * (1 + 1e-5)
 
 
-def test_fewer_than_ten_classes_target_all_the_others():
-    # AutoAttack's targeted attacks try 9 runner-up classes; with 5 it would
-    # index past the logits
-    model = PixelSpaceClassifier(tiny_classifier(5))
-    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(1))
-    with torch.no_grad():
-        labels = model(x).argmax(1)
-    # eps 0: nothing is fooled, so every target class is tried
-    result = autoattack_accuracy(model, [(x, labels)], eps=0.0,
-                                 version='custom',
-                                 attacks=['apgd-t', 'fab-t'])
-    assert result['robust_accuracy'] == result['clean_accuracy'] == 100
-
-
 # --------------------------------------------------------------------------
 # tools/robustness/autoattack.py on a real ImageNet config
 # --------------------------------------------------------------------------
 PRETRAIN = config_path('tlalign', 'deit-tiny_4xb256-tlalign_in1k.py')
-
-
-def write_labels(root, names, labels):
-    with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
-        f.writelines(f'{n} {y}\n' for n, y in zip(names, labels))
 
 
 @pytest.fixture(scope='module')
@@ -221,19 +209,19 @@ def tiny_imagenet_run(tmp_path_factory):
         with torch.no_grad():
             predictions += model(x).argmax(1).tolist()
         names += [osp.basename(s.img_path) for s in data['data_samples']]
-    write_labels(root, names, predictions)
+    with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
+        f.writelines(f'{n} {y}\n' for n, y in zip(names, predictions))
     return config, ckpt, tmp
 
 
 @pytest.mark.e2e
 def test_tool_writes_the_json(tiny_imagenet_run):
     config, ckpt, tmp = tiny_imagenet_run
-    tool = TOOL
     work = tmp / 'aa_work'
     common = [config, ckpt, '--device', 'cpu', '--work-dir', str(work),
               '--num-images', '4', '--seed', '1']
 
-    zero = tool.main(common + ['--eps', '0', '--version', 'custom',
+    zero = TOOL.main(common + ['--eps', '0', '--version', 'custom',
                                '--attacks', *CHEAP])
     path = work / 'autoattack_Linf_eps0_custom.json'
     assert json.loads(path.read_text()) == json.loads(json.dumps(zero))
@@ -243,7 +231,7 @@ def test_tool_writes_the_json(tiny_imagenet_run):
     assert (zero['norm'], zero['eps'], zero['seed']) == ('Linf', 0, 1)
     assert zero['autoattack'].startswith('pyautoattack ')
 
-    tool.main(common + ['--eps', '128/255'])
+    TOOL.main(common + ['--eps', '128/255'])
     path = work / 'autoattack_Linf_eps0.501961_standard.json'
     saved = json.loads(path.read_text())
     assert saved['eps'] == pytest.approx(128 / 255)
@@ -253,19 +241,14 @@ def test_tool_writes_the_json(tiny_imagenet_run):
     assert saved['max_perturbation'] <= 128 / 255 * (1 + 1e-5)
 
 
-def test_tool_refuses_bad_options(capsys):
-    config, ckpt = PRETRAIN, 'epoch_300.pth'  # parsed, not opened
-    tool = TOOL
-    with pytest.raises(SystemExit):
-        tool.parse_args([config, ckpt])  # --eps is required
-    assert '--eps' in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        tool.parse_args([config, ckpt, '--eps', '4/0'])
-    assert 'fraction like 4/255' in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        tool.parse_args([config, ckpt, '--eps', '1', '--attacks', 'fab'])
-    assert "only with version='custom'" in capsys.readouterr().err
-    assert tool.parse_args([config, ckpt, '--eps', '4/255']).eps == \
+@pytest.mark.parametrize('options, message', [
+    ([], '--eps'), (['--eps', '4/0'], 'fraction like 4/255'),
+    (['--eps', '1', '--attacks', 'fab'], "only with version='custom'")])
+def test_tool_refuses_bad_options(capsys, options, message):
+    with pytest.raises(SystemExit):  # the files are parsed, not opened
+        TOOL.parse_args([PRETRAIN, 'epoch_300.pth', *options])
+    assert message in capsys.readouterr().err
+    assert TOOL.parse_args([PRETRAIN, 'x.pth', '--eps', '4/255']).eps == \
         pytest.approx(4 / 255)
 
 

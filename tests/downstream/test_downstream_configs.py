@@ -68,6 +68,7 @@ STRUCTURES = [p for p in TLALIGN if re.search(
     'upernet_deit-small|cascade-mask-rcnn_swin-tiny|deit-tiny.*cifar10.py', p)]
 
 
+@pytest.mark.e2e  # real-size models
 @pytest.mark.parametrize('path', STRUCTURES, ids=rel)
 def test_real_size_pretrained_backbone_loads_strictly(path):
     """The real-size backbone of the pretraining config loads strictly into

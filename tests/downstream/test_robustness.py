@@ -103,6 +103,7 @@ def scores_fixed(runner, scores):
         fc.bias.copy_(scores)
 
 
+@pytest.mark.e2e  # a Runner over 150 images
 def test_imagenet_c_config_reports_the_mce_of_its_errors(tmp_path):
     """Two classes in every corruption and severity, a model that always
     says the first: every cell's error is 1/2, so each CE is 100 * 0.5 /
@@ -122,6 +123,7 @@ def test_imagenet_c_config_reports_the_mce_of_its_errors(tmp_path):
         ce.values())))
 
 
+@pytest.mark.e2e  # a Runner each
 @pytest.mark.parametrize('name', ['imagenet-a', 'imagenet-v2'])
 def test_a_and_v2_configs_score_imagenet_indices(tmp_path, name):
     """Two class folders and a model whose scores rank the second folder's

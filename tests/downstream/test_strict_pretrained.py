@@ -48,11 +48,22 @@ def save(path, module, extra=None, drop=()):
 def test_vit_ends_init_weights_with_every_tensor(tmp_path, scope):
     """The children's own init (FFN xavier) and ViT's pos_embed re-init do
     not run after the load; pos_embed is resized by the backbone's load
-    hook (the same function on the same input: exact)."""
+    hook (the same function on the same input: exact). mmengine imports
+    ``<scope>.registry`` when it switches scope: no 'Failed to import'
+    is logged, and the load is named."""
     path, sd = save(tmp_path / 'vit.pth', build(VIT))
     target = build(dict(VIT, img_size=64, out_type='featmap',
                         out_indices=(0, 1), init_cfg=strict(path)), scope)
-    target.init_weights()
+    messages, handler = [], logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logger = MMLogger.get_current_instance()
+    logger.addHandler(handler)
+    try:
+        target.init_weights()
+    finally:
+        logger.removeHandler(handler)
+    assert not [m for m in messages if 'Failed to' in m], messages
+    assert [m for m in messages if 'strictly' in m]
     got = target.state_dict()
     assert set(got) == set(sd)
     sd['pos_embed'] = resize_pos_embed(sd['pos_embed'], (2, 2), (4, 4),
@@ -104,11 +115,12 @@ def test_what_does_not_fit_fails_naming_it(tmp_path, case, message):
               ).init_weights()
 
 
-def test_options_and_scope_fail_loudly_never_load_silently(tmp_path):
+def test_options_and_scope_fail_loudly_never_load_silently(tmp_path,
+                                                          monkeypatch):
     """``strict=False`` and a string where patterns go are refused; a
     config that loses ``_scope_`` gets mmengine's Pretrained, which does
     not take ``strict`` (a TypeError, not a silent load)."""
-    path, _ = save(tmp_path / 'vit.pth', build(VIT))
+    path, sd = save(tmp_path / 'vit.pth', build(VIT))
     with pytest.raises(ValueError, match='strict'):
         StrictPretrainedInit(path, strict=False)
     with pytest.raises(TypeError, match='list of patterns'):
@@ -117,22 +129,15 @@ def test_options_and_scope_fail_loudly_never_load_silently(tmp_path):
     del cfg['_scope_']
     with pytest.raises(TypeError, match='strict'):
         build(dict(VIT, init_cfg=cfg)).init_weights()
-
-
-def test_the_scope_logs_no_import_failure_and_names_the_load(tmp_path):
-    """mmengine imports ``<scope>.registry`` when it switches scope; it
-    exists, so no 'Failed to import' warning is logged."""
-    path, _ = save(tmp_path / 'vit.pth', build(VIT))
-    messages, handler = [], logging.Handler()
-    handler.emit = lambda record: messages.append(record.getMessage())
-    logger = MMLogger.get_current_instance()
-    logger.addHandler(handler)
-    try:
-        build(dict(VIT, init_cfg=strict(path)), 'mmseg').init_weights()
-    finally:
-        logger.removeHandler(handler)
-    assert not [m for m in messages if 'Failed to' in m], messages
-    assert [m for m in messages if 'strictly' in m]
+    # a ``hint`` only adds to the missing-file error: it says how to make
+    # the file, and a ``~`` path that exists still loads (expanded)
+    monkeypatch.setenv('HOME', str(tmp_path))
+    target = build(VIT)
+    StrictPretrainedInit(checkpoint='~/vit.pth', hint='run X first')(target)
+    assert torch.equal(target.state_dict()['cls_token'], sd['cls_token'])
+    with pytest.raises(CheckpointMismatchError, match='does not exist. run X'):
+        StrictPretrainedInit(checkpoint='~/absent.pth',
+                             hint='run X first')(target)
 
 
 def test_a_differently_named_loader_would_be_undone(tmp_path):
@@ -152,16 +157,3 @@ def test_a_differently_named_loader_would_be_undone(tmp_path):
     got = target.state_dict()
     undone = {k for k in sd if not torch.equal(got[k], sd[k])}
     assert {'pos_embed', 'layers.0.ffn.layers.0.0.weight'} <= undone
-
-
-def test_a_hint_only_adds_to_the_missing_file_error(tmp_path, monkeypatch):
-    """With a ``hint``, a missing checkpoint says how to make it, and a
-    ``~`` path that exists still loads (the loader expands it)."""
-    path, sd = save(tmp_path / 'vit.pth', build(VIT))
-    monkeypatch.setenv('HOME', str(tmp_path))
-    target = build(VIT)
-    StrictPretrainedInit(checkpoint='~/vit.pth', hint='run X first')(target)
-    assert torch.equal(target.state_dict()['cls_token'], sd['cls_token'])
-    with pytest.raises(CheckpointMismatchError, match='does not exist. run X'):
-        StrictPretrainedInit(checkpoint='~/absent.pth',
-                             hint='run X first')(target)

@@ -117,7 +117,8 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
         assert torch.equal(ours[key], theirs[key]), key
 
 
-def load_run_demo(monkeypatch):
+@pytest.fixture
+def run_demo(monkeypatch):
     # the module pins its thread count in the environment; put it back after
     for name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
         before = os.environ.get(name)
@@ -127,24 +128,24 @@ def load_run_demo(monkeypatch):
     return load_tool('run_demo.py')
 
 
-def test_epochs_scale_the_schedule_or_fail_clearly(monkeypatch):
-    run_demo = load_run_demo(monkeypatch)
+def test_epochs_early_epoch_and_options(run_demo, capsys):
+    """--epochs scales the schedule (the recipe's 3 of 30 warm-up epochs:
+    a tenth, at least 1) or fails clearly; the early epoch is a third of
+    the way; --variants and --models do not mix."""
     assert run_demo.epoch_options(None) == []
-    # the recipe's 3 of 30 warm-up epochs: a tenth of the run, at least 1
-    assert run_demo.epoch_options(30)[1:] == [
-        'param_scheduler.0.end=3', 'param_scheduler.1.begin=3']
-    assert run_demo.epoch_options(10)[1:] == [
-        'param_scheduler.0.end=1', 'param_scheduler.1.begin=1']
+    for epochs, warmup in ((30, 3), (10, 1)):
+        assert run_demo.epoch_options(epochs) == [
+            f'train_cfg.max_epochs={epochs}', f'param_scheduler.0.end='
+            f'{warmup}', f'param_scheduler.1.begin={warmup}']
     assert run_demo.epoch_options(2)[0] == 'train_cfg.max_epochs=2'
     with pytest.raises(SystemExit, match='at least 2 epochs'):
         run_demo.epoch_options(1)
-
-
-def test_early_epoch_is_a_third_of_the_way(monkeypatch):
-    run_demo = load_run_demo(monkeypatch)
-    runs = [dict(val_epochs=list(range(2, 31, 2)))] * 2
-    assert run_demo.early_epoch(runs) == 10
+    assert run_demo.early_epoch([dict(val_epochs=list(range(2, 31, 2)))] *
+                                2) == 10
     assert run_demo.early_epoch([dict(val_epochs=[2])]) is None
+    with pytest.raises(SystemExit):
+        run_demo.parse_args(['--variants', 'x.py', '--models', 'ViT'])
+    assert 'leave out --models' in capsys.readouterr().err
 
 
 VARIANTS = osp.join(ROOT, 'tools', 'demo_variants')
@@ -165,7 +166,7 @@ def _flat(cfg, prefix=''):
     osp.join(VARIANTS, f) for f in os.listdir(VARIANTS)
     if f.endswith('.py')))
 def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
-        monkeypatch, path):
+        run_demo, path):
     """Every row of every committed variants file, both targets: the merged
     config of the row's run differs from its base twin's (the same model,
     target and seed, no row options) in exactly the keys its options name,
@@ -174,7 +175,6 @@ def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import MODELS
     init_default_scope('mmpretrain')
-    run_demo = load_run_demo(monkeypatch)
     args = run_demo.parse_args(['--variants', path, '--seeds', '3',
                                 '--work-dir', '/nonexistent'])
     rows = run_demo.read_variants(path)
@@ -215,9 +215,7 @@ def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
     ("variants = [dict(name='a', model='ViT'), dict(name='a', model='ViT')]",
      'repeats'),
 ])
-def test_bad_variants_file_fails_clearly(monkeypatch, tmp_path, text,
-                                         message):
-    run_demo = load_run_demo(monkeypatch)
+def test_bad_variants_file_fails_clearly(run_demo, tmp_path, text, message):
     path = tmp_path / 'rows.py'
     path.write_text(text + '\n')
     with pytest.raises(SystemExit, match=message):
@@ -226,17 +224,9 @@ def test_bad_variants_file_fails_clearly(monkeypatch, tmp_path, text,
         run_demo.read_variants(str(tmp_path / 'missing.py'))
 
 
-def test_variants_and_models_do_not_mix(monkeypatch, capsys):
-    run_demo = load_run_demo(monkeypatch)
-    with pytest.raises(SystemExit):
-        run_demo.parse_args(['--variants', 'x.py', '--models', 'ViT'])
-    assert 'leave out --models' in capsys.readouterr().err
-
-
-def test_progress_line_pairs_the_finished_seeds(monkeypatch, tmp_path):
+def test_progress_line_pairs_the_finished_seeds(run_demo, tmp_path):
     """The progress line's difference is over the seeds both of whose runs
     finished; a failed run counts for nothing."""
-    run_demo = load_run_demo(monkeypatch)
     args = run_demo.parse_args(['--seeds', '0', '1', '2', '--models', 'ViT',
                                 '--work-dir', str(tmp_path)])
     jobs = run_demo.make_jobs(args)

@@ -29,6 +29,7 @@ from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
 from torch.utils.data import BatchSampler
 
 import tlalign_mm  # noqa: F401  allow-list for reading the checkpoints
+from tlalign_mm.checkpoint import install
 from tlalign_mm.checkpoint.hooks import LastCheckpointHook
 
 from .tiny_run import (
@@ -155,9 +156,8 @@ def test_resumed_batches_are_shuffled_with_the_checkpoints_sampler_seed(
     seed and, on resume, shuffles with it from the batch the checkpoint
     reached: epoch 2, 1 of its 3 batches trained (epoch loop); iteration 4
     of an infinite stream (iteration loop)."""
-    meta = dict(epoch=1, iter=4) if loop == 'epoch' else dict(epoch=0,
-                                                              iter=4)
-    checkpoint = dict(meta=meta)
+    install()  # exact resume is on only for files read through it
+    checkpoint = dict(meta=dict(epoch=int(loop == 'epoch'), iter=4))
     LastCheckpointHook(interval=2).before_save_checkpoint(
         _runner(loop, seed=123), checkpoint)
     assert checkpoint['resume_state']['sampler_seed'] == 123

@@ -2,7 +2,6 @@
 ``label_drift/*`` values, no host sync per step. (On real runs, per-epoch
 values with TL-Align and none with CutMix: tests/e2e/test_run_demo.py.)"""
 import math
-import os.path as osp
 
 import pytest
 import torch
@@ -13,8 +12,6 @@ from torch.overrides import TorchFunctionMode
 import tlalign_mm  # noqa: F401  (registers the hook)
 from tlalign_mm.core.label_drift import label_drift
 from tlalign_mm.engine import LabelDriftHook
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def H(*p):
@@ -45,36 +42,6 @@ def step(hook, runner, target, area):
     hook.after_train_iter(runner, 0, outputs=outputs)
 
 
-def test_built_from_config_and_epoch_means_by_hand():
-    hook = HOOKS.build(dict(type='LabelDriftHook'))
-    assert isinstance(hook, LabelDriftHook)
-    runner = FakeRunner()
-    hook.before_train_epoch(runner)
-    # batch 1: |diff| 0.3 and 0.2; sample 0 flips (0 vs 1), sample 1 not
-    step(hook, runner, [[0.7, 0.3], [0.4, 0.6]], [[0.4, 0.6], [0.2, 0.8]])
-    # batch 2, one sample: |diff| 0.55, flips (0 vs 1)
-    step(hook, runner, [[1.0, 0.0]], [[0.45, 0.55]])
-    # a step whose loss reports no drift (target='cutmix') counts nothing
-    hook.after_train_iter(runner, 2, outputs=dict(loss=torch.tensor(1.)))
-    hook.after_train_epoch(runner)
-    [(scalars, step_)] = runner.visualizer.calls
-    assert step_ == 5 and scalars['epoch'] == 5
-    # the mean over batches of each batch's mean
-    assert scalars['label_drift_epoch/abs_diff'] == pytest.approx(
-        ((0.3 + 0.2) / 2 + 0.55) / 2)
-    assert scalars['label_drift_epoch/entropy'] == pytest.approx(
-        ((H(0.7, 0.3) + H(0.4, 0.6)) / 2 + H(1.0, 0.0)) / 2)
-    assert scalars['label_drift_epoch/entropy_area'] == pytest.approx(
-        ((H(0.4, 0.6) + H(0.2, 0.8)) / 2 + H(0.45, 0.55)) / 2)
-    assert scalars['label_drift_epoch/flip_rate'] == pytest.approx(
-        (1 / 2 + 1) / 2)
-    assert not any(k.startswith('label_drift/') for k in scalars)
-    # the next epoch starts from zero; an epoch without weights logs nothing
-    hook.before_train_epoch(runner)
-    hook.after_train_epoch(runner)
-    assert len(runner.visualizer.calls) == 1
-
-
 class SyncCounter(TorchFunctionMode):
     """Counts calls that read a tensor back to the host."""
     SYNCS = {torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__bool__,
@@ -92,13 +59,35 @@ class SyncCounter(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_no_read_back_per_step_one_per_epoch():
-    hook, runner = LabelDriftHook(), FakeRunner()
+def test_built_from_config_and_epoch_means_by_hand():
+    hook = HOOKS.build(dict(type='LabelDriftHook'))
+    assert isinstance(hook, LabelDriftHook)
+    runner = FakeRunner()
     hook.before_train_epoch(runner)
-    with SyncCounter() as counter:
-        for _ in range(3):
-            step(hook, runner, [[0.7, 0.3]], [[0.4, 0.6]])
-    assert counter.count == 0
-    with SyncCounter() as counter:
+    with SyncCounter() as steps:  # no read-back per step, one per epoch
+        # batch 1: |diff| 0.3 and 0.2; sample 0 flips (0 vs 1), 1 not
+        step(hook, runner, [[0.7, 0.3], [0.4, 0.6]],
+             [[0.4, 0.6], [0.2, 0.8]])
+        # batch 2, one sample: |diff| 0.55, flips (0 vs 1)
+        step(hook, runner, [[1.0, 0.0]], [[0.45, 0.55]])
+        # a step whose loss reports no drift (target='cutmix'): nothing
+        hook.after_train_iter(runner, 2, outputs=dict(loss=torch.tensor(1.)))
+    with SyncCounter() as epoch:
         hook.after_train_epoch(runner)
-    assert counter.count == 1
+    assert (steps.count, epoch.count) == (0, 1)
+    [(scalars, step_)] = runner.visualizer.calls
+    assert step_ == 5 and scalars['epoch'] == 5
+    # the mean over batches of each batch's mean
+    assert scalars['label_drift_epoch/abs_diff'] == pytest.approx(
+        ((0.3 + 0.2) / 2 + 0.55) / 2)
+    assert scalars['label_drift_epoch/entropy'] == pytest.approx(
+        ((H(0.7, 0.3) + H(0.4, 0.6)) / 2 + H(1.0, 0.0)) / 2)
+    assert scalars['label_drift_epoch/entropy_area'] == pytest.approx(
+        ((H(0.4, 0.6) + H(0.2, 0.8)) / 2 + H(0.45, 0.55)) / 2)
+    assert scalars['label_drift_epoch/flip_rate'] == pytest.approx(
+        (1 / 2 + 1) / 2)
+    assert not any(k.startswith('label_drift/') for k in scalars)
+    # the next epoch starts from zero; an epoch without weights logs nothing
+    hook.before_train_epoch(runner)
+    hook.after_train_epoch(runner)
+    assert len(runner.visualizer.calls) == 1

@@ -2,7 +2,6 @@
 groups, and the very same AdamW updates as mmengine's default
 constructor."""
 import copy
-import os.path as osp
 
 import torch
 from mmengine.config import Config
@@ -10,9 +9,8 @@ from mmengine.registry import init_default_scope
 from mmpretrain.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
 
 import tlalign_mm  # noqa: F401  (registers the constructor)
+from tests.tool_scripts import ROOT
 from tlalign_mm.engine import merge_param_groups
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def build(constructor, model, optim_wrapper):

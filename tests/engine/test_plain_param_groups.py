@@ -57,6 +57,7 @@ def test_groups_become_plain_dicts_with_the_same_contents(as_dict):
         assert all(new[k] is old[k] for k in old)  # same params, same values
 
 
+@pytest.mark.e2e  # dynamo: seconds
 def test_the_optimizer_step_compiles_only_with_plain_groups():
     wrapper = optim_wrapper(model())
     # dynamo on ConfigDict groups (torch 2.14): if this stops raising, the

@@ -10,8 +10,10 @@ import mmpretrain
 import pytest
 import torch
 from mmengine.config import Config, DictAction
+from mmengine.logging import MMLogger
 from mmengine.optim import OptimWrapper
 from mmengine.registry import PARAM_SCHEDULERS
+from mmengine.runner import EpochBasedTrainLoop, Runner
 
 from tests.tool_scripts import ROOT, load_tool
 from tlalign_mm.engine.schedules import check_schedule
@@ -72,3 +74,26 @@ def test_train_checks_before_building_the_runner(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match='train_cfg.max_epochs=3 ends the'):
         train.main()
     assert not work.exists()
+
+
+def test_the_demo_cosine_ends_at_max_epochs():
+    """The Runner's own scheduler build (``end`` left to ``max_epochs``),
+    stepped as its loop does: 6 epochs of 2 iterations, the 3-epoch
+    warm-up per iteration, the cosine per epoch: in the last epoch, lr =
+    1e-5 + (1e-3 - 1e-5) * (1 + cos(2 pi / 3)) / 2 = 2.575e-4 (not the
+    value a cosine over the recipe's 27 epochs would have)."""
+    runner = object.__new__(Runner)
+    runner._train_loop = object.__new__(EpochBasedTrainLoop)
+    runner._train_loop._max_epochs, runner._train_loop.dataloader = 6, [0, 1]
+    runner.logger = MMLogger.get_current_instance()
+    runner.optim_wrapper = OptimWrapper(torch.optim.AdamW([torch.zeros(1)],
+                                                          lr=1e-3))
+    schedulers = runner.build_param_scheduler(
+        Config.fromfile(DEMO).param_scheduler)
+    for by_epoch in [False, False, True] * 5 + [False]:
+        for s in schedulers:
+            if s.by_epoch == by_epoch:
+                s.step()
+    # a few ulp of the chained float64 products
+    assert runner.optim_wrapper.get_lr()['lr'][0] == pytest.approx(
+        2.575e-4, rel=1e-12)

@@ -24,7 +24,6 @@ model = dict(
                   arch=dict(embed_dims=32, num_layers=2, num_heads=2,
                             feedforward_channels=64),
                   img_size=32, patch_size=8, drop_path_rate=0.2),
-    neck=None,
     head=dict(type='VisionTransformerClsHead', num_classes=3, in_channels=32,
               loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1,
                         mode='original')),
@@ -74,11 +73,8 @@ env_cfg = dict(cudnn_benchmark=False,
                mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
                dist_cfg=dict(backend='gloo'))
 log_processor = dict(by_epoch={by_epoch})
-vis_backends = [dict(type='LocalVisBackend')]
-visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
-log_level = 'INFO'
-load_from = None
-resume = False
+visualizer = dict(type='UniversalVisualizer',
+                  vis_backends=[dict(type='LocalVisBackend')])
 randomness = dict(seed=0, deterministic=False)
 '''
 
@@ -100,18 +96,13 @@ def write_config(path, data_root, loop='epoch'):
     """``loop='epoch'``: 4 epochs of 3 iterations, epoch checkpoints,
     validation every 2 epochs; ``'iter'``: 12 iterations from an
     InfiniteSampler, checkpoints every 5, validation every 6."""
-    if loop == 'epoch':
-        fields = dict(
-            sampler="dict(type='DefaultSampler', shuffle=True)",
-            train_cfg=f'dict(by_epoch=True, max_epochs={EPOCHS}, '
-            'val_interval=2)',
-            by_epoch=True, ckpt_interval=1)
-    else:
-        fields = dict(
-            sampler="dict(type='InfiniteSampler', shuffle=True)",
-            train_cfg='dict(type="IterBasedTrainLoop", max_iters='
-            f'{EPOCHS * ITERS_PER_EPOCH}, val_interval=6)',
-            by_epoch=False, ckpt_interval=5)
+    epoch = loop == 'epoch'
+    fields = dict(
+        sampler=f"dict(type='{'Default' if epoch else 'Infinite'}Sampler', "
+        'shuffle=True)', by_epoch=epoch, ckpt_interval=1 if epoch else 5,
+        train_cfg=f'dict(by_epoch=True, max_epochs={EPOCHS}, val_interval=2)'
+        if epoch else 'dict(type="IterBasedTrainLoop", max_iters='
+        f'{EPOCHS * ITERS_PER_EPOCH}, val_interval=6)')
     with open(path, 'w') as f:
         f.write(CONFIG.format(data_root=data_root, interval=INTERVAL,
                               **fields))
