@@ -208,7 +208,7 @@ def test_recorded_backbone_is_the_plain_one(name, monkeypatch):
     labels, history = align_labels(
         plain, images, weights[:, :, None, None].expand(2, 2, side, side),
         targets, return_token_labels=True)
-    for tokens in history + [labels]:
+    for tokens in history + [labels]:  # [0, 1], float32: 1e-6 = 8 ulp of 1
         torch.testing.assert_close(tokens, weights[:, None].expand_as(
             tokens) if tokens.dim() == 3 else torch.einsum(
             'bs,bsc->bc', weights, targets), atol=1e-6, rtol=0)

@@ -215,6 +215,7 @@ def test_transmix_is_the_official_target_on_pixel_boxes():
         attn = explicit_attention(vit, batch['inputs'])[
             :, 0, vit.num_extra_tokens:]
         got = trained_target(official, batch)
+        # labels in [0, 1], float32: 1e-6 is 8 ulp of 1 (sums in two orders)
         torch.testing.assert_close(got, official_transmix(attn, pw, targets),
                                    rtol=0, atol=1e-6)
         lam = transmix_lambda(attn, cells, mix.area_share)
