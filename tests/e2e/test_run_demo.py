@@ -38,7 +38,7 @@ def job(tmp_path_factory):
 
 
 @pytest.mark.e2e
-def test_summary_files_and_picture(job):
+def test_summary_files_and_picture(job, run_demo):
     work, out = job
     with open(osp.join(work, 'summary.json')) as f:
         summary = json.load(f)
@@ -87,8 +87,8 @@ def test_summary_files_and_picture(job):
     assert png[..., :3].std() > 0.05  # not blank
 
     # --summarize re-reads the runs and writes the same numbers
-    run([sys.executable, 'tools/run_demo.py', '--models', 'ViT', '--seeds',
-         '0', '1', '--epochs', '2', '--work-dir', work, '--summarize'])
+    run_demo.main(['--models', 'ViT', '--seeds', '0', '1', '--epochs', '2',
+                   '--work-dir', work, '--summarize'])
     with open(osp.join(work, 'summary.json')) as f:
         again = json.load(f)
     assert again['models'] == summary['models']

@@ -7,21 +7,15 @@ CutMix and TL-Align both among them); ``TLALIGN_SMOKE_ALL=1`` runs every
 config found by glob (about 340 CPU seconds, most of it the base-size
 models). The TL-Align and CutMix twins differ only in the classifier or,
 downstream, in the checkpoint (tests/test_configs.py), which smoke drops.
-
-mmengine formats a config's text with yapf each time a Runner logs or
-dumps it, and reads mmpretrain's 85 metafiles for every ``mmpretrain::``
-base: here the text is left unformatted and the metafiles are read once
-(``config_snapshot``), which changes no setting of any run."""
+The runs are quick (tests/e2e/conftest.py)."""
 import glob
 import json
 import math
 import os
 import os.path as osp
 
-import mmengine.config.config as config_module
 import pytest
 
-from tests.config_snapshot import _read_package_metafiles_once
 from tests.tool_scripts import ROOT, load_tool
 
 SMOKE = load_tool('smoke.py')
@@ -49,16 +43,6 @@ ALL = sorted(osp.relpath(p, osp.join(ROOT, 'configs')) for p in glob.glob(
     if '_base_' not in p.split(osp.sep))
 
 
-@pytest.fixture(scope='module')
-def quick_runner_setup():
-    patch = pytest.MonkeyPatch()
-    patch.setattr(config_module, 'FormatCode',
-                  lambda text, **kwargs: (text, False))
-    _read_package_metafiles_once()
-    yield
-    patch.undo()
-
-
 def check(result: dict, test: bool) -> None:
     if test:
         assert result['steps'] == dict(train=0, val=0, test=1)
@@ -71,7 +55,7 @@ def check(result: dict, test: bool) -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize('config', ALL if os.environ.get(
     'TLALIGN_SMOKE_ALL') == '1' else SMOKE_SET)
-def test_config(config, tmp_path, quick_runner_setup):
+def test_config(config, tmp_path):
     result = SMOKE.smoke(osp.join(ROOT, 'configs', config),
                          work_dir=str(tmp_path))
     check(result, config.startswith('robustness'))
@@ -81,7 +65,7 @@ def test_config(config, tmp_path, quick_runner_setup):
 @pytest.mark.parametrize('recipe', ['deit/deit-tiny_4xb256_in1k.py',
                                     'swin_transformer/swin-tiny_16xb64_in1k.py'])
 def test_an_mmpretrain_recipe_plus_the_one_line_trains_with_tlalign(
-        tmp_path, quick_runner_setup, recipe):
+        tmp_path, recipe):
     """mmpretrain's own DeiT-T / Swin-T config with ``model =
     dict(type='TLAlignClassifier')``: the recipe's ``Mixup``/``CutMix``
     are mixed by their recording variants, and the logged
