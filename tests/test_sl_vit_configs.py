@@ -12,7 +12,7 @@ from mmpretrain.registry import MODELS
 
 import tlalign_mm  # noqa: F401
 
-from .test_paper_configs import load
+from .test_paper_configs import is_normal, load
 
 
 def _policy(*subpolicies):
@@ -166,18 +166,6 @@ def _official_vit_params(img, patch, classes, sl):
     return n + 9 * layer + 2 * d + (d + 1) * classes  # mlp_head
 
 
-def _is_normal(w, sigma):
-    """Mean 0, std sigma and a normal's tail, P(|x| > 2 sigma) = 0.0455 (a
-    uniform of that std has none beyond 1.73 sigma), each to 5 standard
-    errors of n draws."""
-    w = w.detach().flatten().double()
-    n = w.numel()
-    tail = (w.abs() > 2 * sigma).double().mean().item()
-    return (abs(w.mean().item()) < 5 * sigma / math.sqrt(n)
-            and abs(w.std().item() - sigma) < 5 * sigma / math.sqrt(2 * n)
-            and abs(tail - 0.0455) < 5 * math.sqrt(0.0455 * 0.9545 / n))
-
-
 @pytest.mark.parametrize('model', ['vit', 'sl-vit', 'swin', 'sl-swin'])
 @pytest.mark.parametrize('data, img, classes', [
     ('cifar10', 32, 10), ('tiny-imagenet', 64, 200)])
@@ -214,7 +202,7 @@ def test_sl_models_are_the_officials(model, data, img, classes):
     backbone = clf.backbone
     linears = [m for m in clf.modules() if isinstance(m, torch.nn.Linear)]
     if not vit:
-        assert _is_normal(backbone.absolute_pos_embed, 0.02)
+        assert is_normal(backbone.absolute_pos_embed, 0.02)
         for m in linears:
             bound = 1 / math.sqrt(m.in_features)
             w = m.weight.detach()
@@ -222,14 +210,14 @@ def test_sl_models_are_the_officials(model, data, img, classes):
             assert w.abs().max() <= bound and abs(w.std().item() - bound / (
                 3 ** .5)) < 5 * bound / math.sqrt(3 * w.numel()), m
         return
-    assert _is_normal(backbone.pos_embed, 1.)
+    assert is_normal(backbone.pos_embed, 1.)
     assert abs(backbone.cls_token.std().item() - 1) < 5 / math.sqrt(2 * 192)
     assert len(linears) == 9 * 4 + 1 + (model == 'sl-vit')
     if model == 'vit':
         linears.append(backbone.patch_embed.projection)  # a Conv2d
     for m in linears:
         fan_in = m.weight[0].numel()
-        assert _is_normal(m.weight, math.sqrt(2 / (fan_in + len(m.weight))))
+        assert is_normal(m.weight, math.sqrt(2 / (fan_in + len(m.weight))))
         assert m.bias is None or not m.bias.any()
     assert all((m.weight == 1).all() and not m.bias.any()
                for m in clf.modules() if isinstance(m, torch.nn.LayerNorm))
