@@ -116,7 +116,8 @@ CLAIMS = {
         'optim_wrapper.type': 'AmpOptimWrapper'},
     # SPT_LSA_ViT main.py: 100 epochs (10 of warm-up) of batch 128, AdamW
     # 1e-3 wd 5e-2, label smoothing 0.1, --mix_prob 0.5 of CutMix (--beta
-    # 1.0) or Mixup (--alpha 1.0) half each, --re 0.25
+    # 1.0) or Mixup (--alpha 1.0) half each, --re 0.25 (--re_sh 0.4,
+    # --re_r1 0.3); the crop's padding 4, of zeros (main.py:169-214)
     SL: {
         'train_cfg.max_epochs': 100, 'param_scheduler.0.end': 10,
         TRAIN: dict(batch_size=128, drop_last=True, sampler=dict(
@@ -126,7 +127,10 @@ CLAIMS = {
         'model.train_cfg': dict(augments=[
             dict(type='Mixup', alpha=1.0), dict(type='CutMix', alpha=1.0)],
             probs=[0.25, 0.25]),
-        f'{PIPE}.ZhongRandomErasing.erase_prob': 0.25},
+        f'{PIPE}.ZhongRandomErasing': dict(
+            erase_prob=0.25, min_area_ratio=0.02, max_area_ratio=0.4,
+            min_aspect=0.3),
+        f'{PIPE}.RandomCrop': dict(padding=4, pad_val=ABSENT)},
     'sl_vit/*_cifar*.py': {f'{TRAIN}.dataset.download': False},
     # create_model.py: patch size by dataset; Swin's absolute position
     # embedding (swin.py:500)

@@ -91,18 +91,18 @@ STATS = {
 
 @pytest.mark.parametrize('data', list(STATS))
 def test_sl_pipeline_is_the_originals(data):
-    """main.py:169-214: flip, crop (padding 4), the AutoAugment policy
-    (fill 128, mmcv's -angle for PIL's counter-clockwise rotate, never
-    negated: utils/transforms.py:48-53), Normalize with the dataset's
-    statistics, random erasing (--re_sh 0.4, --re_r1 0.3) filling the mean
-    numbers in normalised units."""
+    """main.py:169-214: flip, crop, the AutoAugment policy (fill 128,
+    mmcv's -angle for PIL's counter-clockwise rotate, never negated:
+    utils/transforms.py:48-53), Normalize with the dataset's statistics,
+    random erasing filling the mean numbers in normalised units (the crop's
+    and the erasing's settings: the SL row of test_paper_configs'
+    CLAIMS)."""
     cfg = load(f'sl_vit/vit_1xb128-cutmix_{data}.py')
     pipeline = cfg.train_dataloader.dataset.pipeline
     assert [t['type'] for t in pipeline[-5:]] == [
         'RandomFlip', 'RandomCrop', 'AutoAugment', 'ZhongRandomErasing',
         'PackInputs']
-    flip, crop, aug, erase, _ = pipeline[-5:]
-    assert crop.padding == 4 and crop.get('pad_val', 0) == 0
+    _, _, aug, erase, _ = pipeline[-5:]
     assert aug.hparams == dict(pad_val=128, channel_order='bgr' if
                                data == 'tiny-imagenet' else 'rgb')
     policy = IMAGENET_POLICY if data == 'tiny-imagenet' else CIFAR10_POLICY
@@ -121,8 +121,6 @@ def test_sl_pipeline_is_the_originals(data):
             # mmpretrain's 0.5 sign draw, except Rotate's
             assert op.get('random_negative_prob', 0.5) == (
                 0. if name == 'rotate' else 0.5)
-    assert (erase.erase_prob, erase.min_area_ratio, erase.max_area_ratio,
-            erase.min_aspect) == (0.25, 0.02, 0.4, 0.3)
     mean, std = STATS[data]
     pre = cfg.data_preprocessor
     # float64 products of 4-digit constants by 255: a few ulp of ~100
