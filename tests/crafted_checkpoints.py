@@ -44,14 +44,6 @@ def hidden_object_array():
         1, (2, ), dtype, False, b'A' * 16))
 
 
-def tensor_hub(**info):
-    """A message hub that is a tensor with the attributes (set by
-    ``_rebuild_from_type_v2``) ``MessageHub.load_state_dict`` copies."""
-    hub = torch.zeros(1)
-    hub._runtime_info, hub._log_scalars, hub._resumed_keys = info, {}, {}
-    return hub
-
-
 def shared_list(depth):
     """One list held twice, ``depth`` levels deep: 2**depth paths."""
     value = []
@@ -95,6 +87,10 @@ def files(marker):
     mutation = dict(max_length=10, _log_history=np.array([1., 3.]),
                     _count_history=np.array([1, 1]),
                     statistics_methods={'mean': HistoryBuffer.max})
+    # a message hub that is a tensor with the attributes (set by
+    # _rebuild_from_type_v2) MessageHub.load_state_dict copies
+    hub = torch.zeros(1)
+    hub._runtime_info, hub._log_scalars, hub._resumed_keys = {}, {}, {}
     return {
         'reduce_system': (ckpt(meta={'x': _Reduce(os.system, (
             f'touch {marker}', ))}), 'allow-list (posix.system)'),
@@ -116,7 +112,7 @@ def files(marker):
             runtime_info=dict(cfg=code))), None),
         'config_unhashable': (ckpt(meta=dict(cfg='model = {[1]: 2}')), None),
         # case 2: a message hub that is a tensor with attributes
-        'hub_tensor': (ckpt(message_hub=tensor_hub()),
+        'hub_tensor': (ckpt(message_hub=hub),
                        'message_hub = a Tensor is not a message hub'),
         # case 4: 2**64 paths (2**24: the walk visits each list once)
         'shared_list': (ckpt(meta=dict(dataset_meta=shared_list(64))),

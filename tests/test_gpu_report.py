@@ -86,37 +86,27 @@ def test_dry_run_writes_every_setting_and_a_failure_does_not_stop_it(
 
 
 def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
-    # The report's clock ticks one second a reading, so the 1 s budget is
-    # spent by the first measurement on any machine; the step timings
-    # themselves are benchmark.py's.
+    """The report's clock ticks one second a reading, so the 1 s budget is
+    spent by the first measurement on any machine; the step timings
+    themselves are benchmark.py's. The ĀY paths were found first, each by
+    one eager step under ``label_path``: on CPU the package's choice for
+    narrow heads (explicit), SDPA forced, no Triton to force; and the
+    records' function is the package's again."""
+    from tlalign_mm.core import records
+    before = records.head_mean_attention
     report, table = run(gpu_report, tmp_path, ['--budget-s', '1'],
                         itertools.count().__next__)
     assert report['budget']['measurements'] == 1
     assert 'stopped: budget of 1 s spent after its first measurement' \
         in table
-    measured = [r for r in report['rows'] if r['reps']]
-    assert [(r['model'], r['setting'], r['reps']) for r in measured] == [
-        ('deit-small', 'cutmix', 1)]
+    assert [(r['model'], r['setting'], r['reps'], r['default_path'])
+            for r in report['rows']] == [
+        ('deit-small', 'cutmix', 1, False),
+        ('deit-small', 'tlalign[explicit]', 0, True),
+        ('deit-small', 'tlalign[sdpa]', 0, False)]
+    assert records.head_mean_attention is before
+    # a model whose blocks compute their own softmax takes no path
+    assert gpu_report.path_name(collections.Counter()) == 'softmax'
     # what was not started is listed, not left out
     assert len(report['not_measured']) == 11
     assert 'budget spent' in report['cuda_tests']['outcome']
-
-
-def test_label_path_forces_and_names_the_path_then_restores(gpu_report):
-    from tlalign_mm.core import attention, records
-    before = records.head_mean_attention
-    g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(2, 2, 2, 5, 16, generator=g).bfloat16()
-    labels = torch.rand(2, 5, 3, generator=g).softmax(-1)
-    want = attention.head_mean_attention(q, k, labels)[0]
-    # CPU: narrow heads take the explicit path by default; no Triton, so
-    # forcing it does not apply (the default path runs)
-    for path, name in ((None, 'explicit'), ('explicit', 'explicit'),
-                       ('sdpa', 'sdpa'), ('triton', 'explicit')):
-        seen = collections.Counter()
-        with gpu_report.label_path(path, seen):
-            torch.testing.assert_close(records.Slot(q=q, k=k).attend(
-                labels)[0], want)
-        assert gpu_report.path_name(seen) == name
-    assert records.head_mean_attention is before
-    assert gpu_report.path_name(collections.Counter()) == 'softmax'

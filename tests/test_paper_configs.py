@@ -116,7 +116,8 @@ CLAIMS = {
         'optim_wrapper.type': 'AmpOptimWrapper'},
     # SPT_LSA_ViT main.py: 100 epochs (10 of warm-up) of batch 128, AdamW
     # 1e-3 wd 5e-2, label smoothing 0.1, --mix_prob 0.5 of CutMix (--beta
-    # 1.0) or Mixup (--alpha 1.0) half each, --re 0.25
+    # 1.0) or Mixup (--alpha 1.0) half each, --re 0.25 (--re_sh 0.4,
+    # --re_r1 0.3); the crop's padding 4, of zeros (main.py:169-214)
     SL: {
         'train_cfg.max_epochs': 100, 'param_scheduler.0.end': 10,
         TRAIN: dict(batch_size=128, drop_last=True, sampler=dict(
@@ -126,7 +127,10 @@ CLAIMS = {
         'model.train_cfg': dict(augments=[
             dict(type='Mixup', alpha=1.0), dict(type='CutMix', alpha=1.0)],
             probs=[0.25, 0.25]),
-        f'{PIPE}.ZhongRandomErasing.erase_prob': 0.25},
+        f'{PIPE}.ZhongRandomErasing': dict(
+            erase_prob=0.25, min_area_ratio=0.02, max_area_ratio=0.4,
+            min_aspect=0.3),
+        f'{PIPE}.RandomCrop': dict(padding=4, pad_val=ABSENT)},
     'sl_vit/*_cifar*.py': {f'{TRAIN}.dataset.download': False},
     # create_model.py: patch size by dataset; Swin's absolute position
     # embedding (swin.py:500)
@@ -237,6 +241,18 @@ def test_an_epoch_is_the_originals(pattern, images, world, iterations,
         assert len(Runner.build_dataloader(cfg, seed=0)) == iterations
 
 
+def is_normal(w, sigma):
+    """Mean 0, std sigma and a normal's tail, P(|x| > 2 sigma) = 0.0455 (a
+    uniform of that std has none beyond 1.73 sigma), each to 5 standard
+    errors of n draws."""
+    w = w.detach().flatten().double()
+    n = w.numel()
+    tail = (w.abs() > 2 * sigma).double().mean().item()
+    return (abs(w.mean().item()) < 5 * sigma / math.sqrt(n)
+            and abs(w.std().item() - sigma) < 5 * sigma / math.sqrt(2 * n)
+            and abs(tail - 0.0455) < 5 * math.sqrt(0.0455 * 0.9545 / n))
+
+
 @pytest.mark.parametrize('path, names', [
     ('tlalign/deit-tiny_8xb128-amp-paper-tlalign_in1k.py',
      ('head.layers.head.weight', 'backbone.cls_token')),
@@ -257,11 +273,8 @@ def test_the_head_starts_truncated_normal(path, names):
     model = MODELS.build(cfg)
     model.init_weights()
     params = dict(model.named_parameters())
-    for name in names:
-        w = params[name].detach().double()
-        # 5 standard errors of a sample std of n normal draws
-        assert abs(w.std().item() - 0.02) < 5 * 0.02 / math.sqrt(
-            2 * w.numel()), name
+    for name in names:  # the cut at +-2 (100 sigma): a normal
+        assert is_normal(params[name], 0.02), name
     assert not model.head.layers.head.bias.any()
 
 
