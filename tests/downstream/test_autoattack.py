@@ -34,7 +34,7 @@ PixelSpaceClassifier, autoattack_accuracy, pixel_batch = (
 
 
 @pytest.fixture(autouse=True)
-def few_steps_and_quiet(monkeypatch):
+def few_steps_and_quiet(monkeypatch, caplog):
     """Every attack with 5 iterations (Square: 20 queries) instead of 100
     (5000): these tests check what the tool does with the attacks and
     their results, not the attacks' strength. AutoAttack's own warnings
@@ -49,11 +49,7 @@ def few_steps_and_quiet(monkeypatch):
             self.square.n_queries = 20
 
     monkeypatch.setattr(pyautoattack, 'AutoAttack', FewSteps)
-    logger = logging.getLogger('auto-attack')
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+    caplog.set_level(logging.ERROR, logger='auto-attack')  # restored after
 
 
 def tiny_classifier(num_classes: int = 10):

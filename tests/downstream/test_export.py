@@ -65,11 +65,12 @@ def test_export_is_tensors_and_plain_meta(tmp_path, runner_checkpoint, to):
     assert set(ckpt['state_dict']) == set(want)
     assert meta['num_tensors'] == len(want)
     for key, value in want.items():
-        got = ckpt['state_dict'][key]
-        assert torch.equal(got, value), key
-        # a clone: the file holds no larger storage than the tensor
-        assert got.untyped_storage().nbytes() == got.numel() * \
-            got.element_size()
+        assert torch.equal(ckpt['state_dict'][key], value), key
+    # a view's clone: the file holds the tensor, not the storage it views
+    torch.save({'state_dict': {'backbone.w': torch.ones(8)[:2]}}, out)
+    export_backbone(out, out + '.2')
+    assert torch.load(out + '.2', weights_only=True)['state_dict'][
+        'backbone.w'].untyped_storage().nbytes() == 2 * 4
 
 
 def test_bad_prefix_target_or_check_fails_and_leaves_no_file(
