@@ -4,7 +4,9 @@ unchanged, a large eps does not raise it, and the tool writes its JSON.
 
 The attacks are pyautoattack's; here they run on few, tiny images, and,
 where the ``standard`` version would run every attack to its end (eps 0:
-nothing is ever fooled), as ``custom`` with APGD-CE only."""
+nothing is ever fooled), as ``custom`` with APGD-CE only. A refused
+checkpoint is one ``error:`` line: test_export.py's
+``test_a_refused_file_is_one_line_and_debug_shows_the_traceback``."""
 import json
 import logging
 import os.path as osp

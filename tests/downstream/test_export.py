@@ -2,8 +2,10 @@
 ``torch.load(weights_only=True)`` and torch's own allow-list (no
 tlalign_mm, no mmengine), a check that a downstream config's backbone
 loads it strictly, a timm state dict that timm loads strictly; it never
-writes over its input, never runs the config a checkpoint records, and
-says one line for a refused file (``--debug``: the traceback)."""
+writes over its input, and says one line for a refused file (``--debug``:
+the traceback), as tools/robustness/autoattack.py does. (That the config a
+checkpoint records is never run: tests/test_checkpoint_safety.py, the
+crafted ``config_code`` file on the ``export`` path.)"""
 import json
 import os
 import re
