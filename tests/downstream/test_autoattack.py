@@ -13,7 +13,6 @@ import os.path as osp
 
 import pytest
 import torch
-from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmpretrain.structures import DataSample
 
@@ -23,7 +22,7 @@ from tlalign_mm.analysis.session import build_model, load_config
 from tlalign_mm.checkpoint import install
 from tlalign_mm.datasets import synthetic
 
-from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint, shrink
+from .tiny import config_path, make_pretrain_checkpoint, tiny_config
 
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 # with eps 0 nothing is ever fooled, so every attack runs to its end: the
@@ -185,10 +184,7 @@ def test_tool_writes_the_json(tmp_path):
     ckpt = str(tmp_path / 'epoch_300.pth')
     make_pretrain_checkpoint(PRETRAIN, ckpt)
     root = synthetic.write_imagenet(str(tmp_path / 'imagenet'), 0, 5)
-    cfg = Config.fromfile(PRETRAIN)
-    cfg.model.backbone.arch = dict(TINY_VIT)
-    cfg.model.head.in_channels = TINY_VIT['embed_dims']
-    cfg = shrink(cfg, root, factor=7, work_dir=str(tmp_path / 'work'))
+    cfg = tiny_config(PRETRAIN, root, 7, str(tmp_path / 'work'))
     config = str(tmp_path / 'deit-tiny_tiny.py')
     cfg.dump(config)
     cfg = load_config(config)

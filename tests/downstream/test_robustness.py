@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import timm.data
 import torch
-from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
 from tlalign_mm.datasets import (
@@ -29,7 +28,7 @@ from tlalign_mm.downstream.metrics import (
     mce,
 )
 
-from .tiny import TINY_SWIN, TINY_VIT, config_path, shrink, tiny_width
+from .tiny import config_path, tiny_config
 
 
 def sample(score, gt, **meta):
@@ -132,14 +131,8 @@ def tiny_test(config, data_root, tmp_path, scores):
     ``scores`` (1000,): the head's last linear layer weightless, its bias
     the scores."""
     from mmengine.runner import Runner
-    cfg = Config.fromfile(config_path('robustness', config))
-    swin = cfg.model.backbone.type == 'SwinTransformer'
-    arch = TINY_SWIN if swin else TINY_VIT
-    cfg.model.backbone.arch = dict(arch)
-    cfg.model.head.in_channels = tiny_width(arch)
-    if swin:  # 32x32 images: later stages are smaller than a window
-        cfg.model.backbone.pad_small_map = True
-    cfg = shrink(cfg, data_root, factor=7, work_dir=str(tmp_path / 'work'))
+    cfg = tiny_config(config_path('robustness', config), data_root, 7,
+                      str(tmp_path / 'work'))
     cfg.test_dataloader.batch_size = 16
     cfg.load_from = None
     cfg.train_dataloader = cfg.train_cfg = cfg.optim_wrapper = None
