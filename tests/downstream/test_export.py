@@ -2,8 +2,10 @@
 ``torch.load(weights_only=True)`` and torch's own allow-list (no
 tlalign_mm, no mmengine), a check that a downstream config's backbone
 loads it strictly, a timm state dict that timm loads strictly; it never
-writes over its input, never runs the config a checkpoint records, and
-says one line for a refused file (``--debug``: the traceback)."""
+writes over its input, and says one line for a refused file (``--debug``:
+the traceback), as tools/robustness/autoattack.py does. (That the config a
+checkpoint records is never run: tests/test_checkpoint_safety.py, the
+crafted ``config_code`` file on the ``export`` path.)"""
 import json
 import os
 import re
@@ -65,11 +67,12 @@ def test_export_is_tensors_and_plain_meta(tmp_path, runner_checkpoint, to):
     assert set(ckpt['state_dict']) == set(want)
     assert meta['num_tensors'] == len(want)
     for key, value in want.items():
-        got = ckpt['state_dict'][key]
-        assert torch.equal(got, value), key
-        # a clone: the file holds no larger storage than the tensor
-        assert got.untyped_storage().nbytes() == got.numel() * \
-            got.element_size()
+        assert torch.equal(ckpt['state_dict'][key], value), key
+    # a view's clone: the file holds the tensor, not the storage it views
+    torch.save({'state_dict': {'backbone.w': torch.ones(8)[:2]}}, out)
+    export_backbone(out, out + '.2')
+    assert torch.load(out + '.2', weights_only=True)['state_dict'][
+        'backbone.w'].untyped_storage().nbytes() == 2 * 4
 
 
 def test_bad_prefix_target_or_check_fails_and_leaves_no_file(
@@ -142,34 +145,21 @@ def test_refuses_to_overwrite_the_checkpoint(tmp_path, monkeypatch, capsys,
     assert ckpt.read_bytes() == before
 
 
-@pytest.mark.parametrize('fmt', ['mmpretrain', 'timm'])
-def test_the_recorded_config_is_never_executed(tmp_path, fmt):
-    """``meta['cfg']`` (the backbone record, and ``--format timm``'s model
-    name) is parsed into data: its plain assignments are read, the rest
-    skipped, never run."""
-    marker, ckpt = tmp_path / 'MARK', tmp_path / 'epoch_300.pth'
-    torch.save({'state_dict': {'backbone.timm_model.w': torch.ones(2)},
-                'meta': {'cfg': "model = dict(backbone=dict(type="
-                         "'PooledTIMMBackbone', model_name='x'))\n"
-                         f"_x = __import__('os').system('touch {marker}')\n"
-                         }}, ckpt)
-    out = str(tmp_path / 'out.pth')
-    if fmt == 'timm':
-        with pytest.raises(RuntimeError, match="Unknown model"):
-            main([str(ckpt), out, '--format', 'timm'])  # model_name='x'
-    else:
-        main([str(ckpt), out])
-        assert torch.load(out, weights_only=True)['meta']['backbone'][
-            'type'] == 'PooledTIMMBackbone'
-    assert not marker.exists()
-
-
+@pytest.mark.parametrize('name, args', [
+    ('export_backbone.py', ['{evil}', '{tmp}/out.pth']),
+    # the hole of issue 30: the tool read the file without the safe loader
+    ('robustness/autoattack.py', [config_path(
+        'tlalign', 'deit-tiny_4xb256-tlalign_in1k.py'), '{evil}', '--eps', '0',
+        '--work-dir', '{tmp}/work'])])
 def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(
-        tmp_path, monkeypatch, capsys):
-    evil = tmp_path / 'evil.pth'
-    torch.save({'meta': _Reduce(os.system, ('true', ))}, evil)
-    tool = load_tool('export_backbone.py')
-    argv = [tool.__file__, str(evil), str(tmp_path / 'out.pth')]
+        tmp_path, monkeypatch, capsys, name, args):
+    """Whatever ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` says; nothing ran, and
+    the tool wrote nothing."""
+    evil, marker = tmp_path / 'evil.pth', tmp_path / 'MARK'
+    torch.save({'meta': _Reduce(open, (str(marker), 'w'))}, evil)
+    monkeypatch.setenv('TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD', '1')
+    tool = load_tool(name)
+    argv = [tool.__file__, *(a.format(evil=evil, tmp=tmp_path) for a in args)]
     monkeypatch.setattr(sys, 'argv', argv)
     with pytest.raises(SystemExit) as exit_info:
         tool.run_tool(tool.main)
@@ -177,7 +167,8 @@ def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and err.startswith(
         f"error: Refused checkpoint '{evil}': it pickles objects outside "
-        'the weights-only allow-list (posix.system)')
+        'the weights-only allow-list (io.open)')
+    assert sorted(os.listdir(tmp_path)) == ['evil.pth']
     monkeypatch.setattr(sys, 'argv', argv + ['--debug'])
-    with pytest.raises(CheckpointError, match='posix.system'):
+    with pytest.raises(CheckpointError, match='io.open'):
         tool.run_tool(tool.main)

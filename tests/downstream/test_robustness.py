@@ -1,15 +1,22 @@
-"""Robustness metrics (ImageNet-A/R subset accuracy, ImageNet-C mCE) and
-the robustness test configs, run in-process on tiny data."""
+"""Robustness datasets (ImageNet-A/R/V2/C labels are ImageNet indices),
+metrics (ImageNet-A/R subset accuracy, ImageNet-C mCE) and the robustness
+test configs, run in-process on tiny data."""
 import copy
+import os
+from importlib import resources
 
 import numpy as np
 import pytest
+import timm.data
 import torch
-from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
 from tlalign_mm.datasets import (
     CORRUPTIONS,
+    ImageNetA,
+    ImageNetC,
+    ImageNetR,
+    ImageNetV2,
     imagenet_synsets,
     subset_synsets,
 )
@@ -21,7 +28,7 @@ from tlalign_mm.downstream.metrics import (
     mce,
 )
 
-from .tiny import TINY_SWIN, TINY_VIT, config_path, shrink, tiny_width
+from .tiny import config_path, tiny_config
 
 
 def sample(score, gt, **meta):
@@ -75,32 +82,69 @@ def test_corruption_error_is_the_alexnet_normalised_mean():
         CorruptionError().process(None, [sample([1.], 0)])
 
 
-def tiny_test_runner(config, data_root, tmp_path):
+def test_imagenet_a_r_v2_labels_are_imagenet_indices(tmp_path):
+    """A and R: the folders' synsets' ImageNet indices (the 200 of each
+    are timm's), 1000 classes and the subset's indices in the metainfo;
+    V2: the folder numbers."""
+    synsets = imagenet_synsets()
+    index = {s: i for i, s in enumerate(synsets)}
+    for cls, subset in ((ImageNetA, 'imagenet_a'), (ImageNetR, 'imagenet_r')):
+        text = resources.files(timm.data).joinpath(
+            '_info', f'{subset}_indices.txt').read_text()
+        assert [synsets[int(i)] for i in text.split()] == list(
+            subset_synsets(subset))
+        wnids, root = list(subset_synsets(subset))[:3], tmp_path / subset
+        write_class_folders(str(root), wnids, per_class=2)
+        dataset = cls(data_root=str(root))
+        assert [dataset.get_data_info(i)['gt_label'] for i in range(6)] == \
+            [index[w] for w in wnids for _ in range(2)]
+        assert len(dataset.metainfo['classes']) == 1000
+        assert dataset.metainfo['subset_indices'] == sorted(
+            index[w] for w in subset_synsets(subset))
+        os.makedirs(root / 'n99999999')
+        with pytest.raises(FileNotFoundError, match='n99999999'):
+            cls(data_root=str(root))
+    write_class_folders(str(tmp_path / 'v2'), ['2', '10', '999'], ext='.jpeg')
+    dataset = ImageNetV2(data_root=str(tmp_path / 'v2'))
+    assert [dataset.get_data_info(i)['gt_label'] for i in range(3)] == [
+        2, 10, 999]
+
+
+def test_imagenet_c(tmp_path):
+    count = write_imagenet_c(str(tmp_path), CORRUPTIONS, range(1, 6),
+                             imagenet_synsets()[:2])
+    dataset = ImageNetC(data_root=str(tmp_path))
+    assert len(dataset) == count == 15 * 5 * 2
+    info = dataset.get_data_info(len(dataset) - 1)
+    assert (info['corruption'], info['severity'], info['gt_label']) == \
+        ('jpeg_compression', 5, 1)
+    assert len(ImageNetC(data_root=str(tmp_path), corruptions=['fog'],
+                         severities=[3])) == 2
+    os.rename(tmp_path / 'fog' / '3', tmp_path / 'fog' / 'x')
+    with pytest.raises(FileNotFoundError, match='fog/3'):
+        ImageNetC(data_root=str(tmp_path))
+
+
+def tiny_test(config, data_root, tmp_path, scores):
+    """The metrics of ``configs/robustness/<config>``'s test on
+    ``data_root``, with the tiny arch of its family scoring every image
+    ``scores`` (1000,): the head's last linear layer weightless, its bias
+    the scores."""
     from mmengine.runner import Runner
-    cfg = Config.fromfile(config)
-    swin = cfg.model.backbone.type == 'SwinTransformer'
-    arch = TINY_SWIN if swin else TINY_VIT
-    cfg.model.backbone.arch = dict(arch)
-    cfg.model.head.in_channels = tiny_width(arch)
-    if swin:  # 32x32 images: later stages are smaller than a window
-        cfg.model.backbone.pad_small_map = True
-    cfg = shrink(cfg, data_root, factor=7, work_dir=str(tmp_path / 'work'))
+    cfg = tiny_config(config_path('robustness', config), data_root, 7,
+                      str(tmp_path / 'work'))
     cfg.test_dataloader.batch_size = 16
     cfg.load_from = None
     cfg.train_dataloader = cfg.train_cfg = cfg.optim_wrapper = None
     cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None
     cfg.param_scheduler = None
-    return Runner.from_cfg(copy.deepcopy(cfg))
-
-
-def scores_fixed(runner, scores):
-    """Make the runner's model score every image ``scores`` (1000,): the
-    head's last linear layer weightless, its bias the scores."""
+    runner = Runner.from_cfg(copy.deepcopy(cfg))
     fc = [m for m in runner.model.head.modules()
           if isinstance(m, torch.nn.Linear)][-1]
     with torch.no_grad():
         fc.weight.zero_()
         fc.bias.copy_(scores)
+    return runner.test()
 
 
 @pytest.mark.e2e  # a Runner over 150 images
@@ -111,11 +155,8 @@ def test_imagenet_c_config_reports_the_mce_of_its_errors(tmp_path):
     or a cell left out, changes it)."""
     synsets = imagenet_synsets()[3:5]
     write_imagenet_c(str(tmp_path / 'c'), CORRUPTIONS, range(1, 6), synsets)
-    runner = tiny_test_runner(
-        config_path('robustness', 'deit-small_in1k_test-imagenet-c.py'),
-        str(tmp_path / 'c'), tmp_path)
-    scores_fixed(runner, torch.eye(1000)[3])
-    metrics = runner.test()
+    metrics = tiny_test('deit-small_in1k_test-imagenet-c.py',
+                        str(tmp_path / 'c'), tmp_path, torch.eye(1000)[3])
     ce = {c: 100 * 0.5 / ALEXNET_ERR[c] for c in CORRUPTIONS}
     for c in CORRUPTIONS:
         assert metrics[f'imagenet_c/CE/{c}'] == pytest.approx(ce[c]), c
@@ -142,7 +183,5 @@ def test_a_and_v2_configs_score_imagenet_indices(tmp_path, name):
         config, key = 'deit-tiny_in1k_test-imagenet-v2.py', 'accuracy'
     scores[label] = 1.
     write_class_folders(str(tmp_path / 'd'), folders)
-    runner = tiny_test_runner(config_path('robustness', config),
-                              str(tmp_path / 'd'), tmp_path)
-    scores_fixed(runner, scores)
-    assert runner.test()[f'{key}/top1'] == 50.
+    assert tiny_test(config, str(tmp_path / 'd'), tmp_path, scores)[
+        f'{key}/top1'] == 50.

@@ -115,6 +115,21 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
     return cfg
 
 
+def tiny_config(config: str, data_root: str, factor: int,
+                work_dir: str) -> Config:
+    """The real ``config`` with the tiny arch of its family
+    (:data:`TINY_SWIN` for a Swin, else :data:`TINY_VIT`), the head width
+    that follows, and :func:`shrink`'s overrides."""
+    cfg = Config.fromfile(config)
+    swin = 'Swin' in cfg.model.backbone.type
+    arch = TINY_SWIN if swin else TINY_VIT
+    cfg.model.backbone.arch = dict(arch)
+    cfg.model.head.in_channels = tiny_width(arch)
+    if swin:  # 32x32 images: later stages are smaller than a window
+        cfg.model.backbone.pad_small_map = True
+    return shrink(cfg, data_root, factor, work_dir)
+
+
 class Record(Hook):
     """What a run did: its backbone's tensors when training starts (after
     the Runner's weight init and checkpoint loading), each iteration's
