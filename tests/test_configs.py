@@ -1,5 +1,5 @@
 """What the configs mean, as properties of their resolved dicts (each config
-parsed once per session, :func:`tests.config_snapshot.load`):
+parsed once per session, :func:`tools.config_snapshot.load`):
 
 - every TL-Align config is its CutMix twin plus the classifier
   (``model=dict(type='TLAlignClassifier')``, with the target or
@@ -10,8 +10,7 @@ parsed once per session, :func:`tests.config_snapshot.load`):
 - a CutMix twin on an mmpretrain config is that recipe unchanged.
 
 The snapshot of every resolved dict is a developer tool for refactors, not
-a test: ``PYTHONPATH=$PWD python -m tests.config_snapshot --check --ref
-main`` (see tests/config_snapshot.py)."""
+a test: ``.venv/bin/python tools/config_snapshot.py --check --ref main``."""
 import glob
 import os.path as osp
 import re
@@ -20,7 +19,7 @@ import pytest
 from mmengine.config import Config
 from mmengine.utils import get_installed_path
 
-from .config_snapshot import ROOT, load
+from tools.config_snapshot import ROOT, load
 
 CLASSIFICATION = ('tlalign', 'sl_vit', 'demo')
 DOWNSTREAM = ('transfer', 'upernet', 'cascade_mask_rcnn')

@@ -18,7 +18,8 @@ import re
 
 from modelindex.load_model_index import load
 
-from .config_snapshot import ROOT, config_paths
+from tools.config_snapshot import ROOT, config_paths
+
 from .test_readme import expand
 
 NUMBER = re.compile(r'\d+\.\d+')

@@ -19,8 +19,7 @@ from mmengine.registry import PARAM_SCHEDULERS, DefaultScope
 from mmpretrain.registry import MODELS
 
 import tlalign_mm  # noqa: F401
-
-from . import config_snapshot
+from tools import config_snapshot
 
 
 def load(rel_path: str):

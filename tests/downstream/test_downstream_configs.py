@@ -13,8 +13,8 @@ import pytest
 
 import tlalign_mm.downstream  # noqa: F401
 from tlalign_mm.registry import SCOPE
+from tools.config_snapshot import load
 
-from ..config_snapshot import load
 from .tiny import ROOT
 
 CONFIGS = sorted(p for family in ('upernet', 'cascade_mask_rcnn', 'transfer')

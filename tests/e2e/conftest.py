@@ -6,11 +6,11 @@ that change no setting of any run taken out:
   dumps it (4-5 s a time for a detection config, most of such a test's
   time): here the text is left unformatted, which is the same Python;
 - mmengine reads mmpretrain's 85 metafiles at every parse of an
-  ``mmpretrain::`` base: here once (``config_snapshot``)."""
+  ``mmpretrain::`` base: here once (``tools/config_snapshot.py``)."""
 import mmengine.config.config as config_module
 import pytest
 
-from tests.config_snapshot import _read_package_metafiles_once
+from tools.config_snapshot import _read_package_metafiles_once
 
 
 @pytest.fixture(scope='module', autouse=True)

@@ -10,8 +10,8 @@ properties (tests/test_configs.py, tests/test_paper_configs.py).
 
 Usage (from the repository root)::
 
-    PYTHONPATH=$PWD python -m tests.config_snapshot --check [--ref main]
-    PYTHONPATH=$PWD python -m tests.config_snapshot --diff \\
+    .venv/bin/python tools/config_snapshot.py --check [--ref main]
+    .venv/bin/python tools/config_snapshot.py --diff \\
         configs/tlalign/deit-small_4xb256-tlalign_in1k.py [--ref HEAD~1]
 """
 import argparse
