@@ -106,11 +106,16 @@ def head_mean(q, k, mask=None, scale=None):
 @pytest.mark.parametrize('impl', ['explicit', 'sdpa'])
 @pytest.mark.parametrize('mask_kind', [None, 'diagonal', 'float'])
 @pytest.mark.parametrize('per_head_scale', [False, True])
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
 def test_head_mean_attention_equals_explicit_attention(impl, mask_kind,
-                                                       per_head_scale):
+                                                       per_head_scale, dtype):
+    """From float32 or bf16 q and k, float32 labels: those of the float64
+    attention of those q, k. The SDPA path is a call the fused (flash)
+    kernel takes: with only flash allowed, it does not raise."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     torch.manual_seed(0)
     B, H, N, d, S = 2, 3, 7, 16, 3
-    q, k = (torch.randn(B, H, N, d) * 2 for _ in range(2))
+    q, k = ((torch.randn(B, H, N, d) * 2).to(dtype) for _ in range(2))
     Y = torch.rand(B, N, S)
     mask = None
     if mask_kind == 'diagonal':
@@ -118,8 +123,9 @@ def test_head_mean_attention_equals_explicit_attention(impl, mask_kind,
     elif mask_kind == 'float':
         mask = torch.randn(N, N)
     scale = torch.rand(H) + 0.1 if per_head_scale else None
-    AY, mass = head_mean_attention(q, k, Y, mask, scale, impl=impl)
-    assert mass is None
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        AY, mass = head_mean_attention(q, k, Y, mask, scale, impl=impl)
+    assert mass is None and AY.dtype == torch.float32
     torch.testing.assert_close(AY.double(), head_mean(q, k, mask, scale) @
                                Y.double(), atol=1e-6, rtol=1e-5)
     _, mass = head_mean_attention(q, k, Y, mask, scale, impl=impl,
@@ -134,23 +140,6 @@ def test_an_unknown_or_impossible_path_is_a_clear_error():
         head_mean_attention(q, q, Y, impl='fused')
     with pytest.raises(ValueError, match='triton'):
         head_mean_attention(q, q, Y, bias=torch.zeros(2, 2), impl='triton')
-
-
-@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
-def test_the_sdpa_path_stays_on_the_fused_kernel(dtype):
-    """The SDPA path is a call the fused (flash) kernel takes, from float32
-    or bf16 q and k: with only flash allowed, it does not raise, and the
-    labels are the float32 attention's of those q, k."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    torch.manual_seed(0)
-    q, k = (torch.randn(2, 3, 9, 16).to(dtype) for _ in range(2))
-    Y = torch.rand(2, 9, 3)
-    Y = Y / Y.sum(-1, keepdim=True)
-    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-        AY, _ = head_mean_attention(q, k, Y, impl='sdpa')
-    assert AY.dtype == torch.float32
-    torch.testing.assert_close(AY.double(), head_mean(q, k) @ Y.double(),
-                               atol=1e-6, rtol=1e-5)
 
 
 def merge_2x2(label_map):
