@@ -18,61 +18,46 @@ from tlalign_mm.core import (
     window_mean,
 )
 
-# (kernel, stride, padding, dilation): the first two take the sum-pooling
-# path, the others (padding over half the kernel, dilation) the convolution.
-GEOMETRIES = [(3, 2, 1, 1), (4, 4, 0, 1), (3, 2, 2, 1), (3, 1, 1, 2)]
 
-
-@pytest.mark.parametrize('k,s,p,d', GEOMETRIES)
-def test_window_mean_matches_a_loop_and_ignores_padding(k, s, p, d):
-    torch.manual_seed(0)
-    x = torch.rand(2, 3, 9, 11)
-    out = window_mean(x, kernel_size=k, stride=s, padding=p, dilation=d,
-                      pre_pad=(0, 1, 0, 1))
-    # brute force: pad, and keep a map of the real positions
-    padded = F.pad(x, (0, 1, 0, 1))
-    valid = F.pad(torch.ones(1, 1, 9, 11), (0, 1, 0, 1))
-    padded, valid = F.pad(padded, (p, ) * 4), F.pad(valid, (p, ) * 4)
-    span = d * (k - 1) + 1
-    h = (padded.shape[2] - span) // s + 1
-    w = (padded.shape[3] - span) // s + 1
-    ref = torch.zeros(2, 3, h, w)
-    for i in range(h):
-        for j in range(w):
-            rows = slice(s * i, s * i + span, d)
-            cols = slice(s * j, s * j + span, d)
-            ref[:, :, i, j] = (padded[:, :, rows, cols].sum((2, 3)) /
-                               valid[:, :, rows, cols].sum())
-    assert out.shape == ref.shape
-    torch.testing.assert_close(out, ref)
-
-
-def test_window_mean_rejects_windows_of_only_padding():
-    with pytest.raises(ValueError, match='only padding'):
-        window_mean(torch.rand(1, 2, 4, 4), 2, 2, pre_pad=(0, 4, 0, 0))
-
-
-def test_the_padding_check_reads_the_geometry_exactly():
-    """The check runs on Python ints (no GPU wait); it must agree with the
-    counts a convolution of the valid map gives, over many geometries."""
+def test_window_mean_is_the_mean_over_real_positions_or_a_clear_error():
+    """Against a loop over the windows, on either axis (the other one
+    untouched), for every geometry of a small grid (sum pooling where the
+    padding is at most half the kernel and no dilation, else the
+    convolution): the mean over the real positions a window reads (explicit
+    pre-padding and the conv's padding carry no label); a window of only
+    padding is the error. That check runs on Python ints (no GPU wait), so
+    it must agree with the counts here."""
     from itertools import product
-
-    from tlalign_mm.core.token_labels import _a_window_reads_only_padding
     checked = empty = 0
     for size, k, s, p, d, lo, hi in product((1, 7), (1, 2, 3), (1, 2, 4),
-                                            (0, 1, 3), (1, 2), (0, 5),
+                                            (0, 1, 2, 3), (1, 2), (0, 5),
                                             (0, 3)):
-        length = lo + size + hi + 2 * p
-        if length < d * (k - 1) + 1:
+        span = d * (k - 1) + 1
+        if lo + size + hi + 2 * p < span:
             continue
-        valid = F.pad(torch.ones(1, 1, 1, size), (lo, hi))
-        count = F.conv2d(valid, torch.ones(1, 1, 1, k), stride=(1, s),
-                         padding=(0, p), dilation=(1, d))
-        expected = bool((count <= 0).any())
-        assert _a_window_reads_only_padding(size, k, s, p, d, lo, hi) == \
-            expected, (size, k, s, p, d, lo, hi)
+        x = torch.rand(2, 3, size, 4, generator=torch.Generator(
+            ).manual_seed(checked))
+        padded = F.pad(x, (0, 0, lo + p, hi + p))
+        valid = F.pad(torch.ones(size, 1), (0, 0, lo + p, hi + p))
+        windows = [slice(s * i, s * i + span, d)
+                   for i in range((padded.shape[2] - span) // s + 1)]
+        counts = [valid[w].sum() for w in windows]
+        for axis, geometry in ((2, ((k, 1), (s, 1), (p, 0), (d, 1),
+                                    (0, 0, lo, hi))),
+                               (3, ((1, k), (1, s), (0, p), (1, d),
+                                    (lo, hi, 0, 0)))):
+            image = x if axis == 2 else x.transpose(2, 3)
+            if min(counts) == 0:
+                with pytest.raises(ValueError, match='covers only padding'):
+                    window_mean(image, *geometry)
+                continue
+            ref = torch.stack([padded[:, :, w].sum(2) / c
+                               for w, c in zip(windows, counts)], 2)
+            torch.testing.assert_close(window_mean(image, *geometry),
+                                       ref if axis == 2 else ref.transpose(
+                                           2, 3))
         checked += 1
-        empty += expected
+        empty += min(counts) == 0
     assert checked > 200 and 20 < empty < checked - 20
 
 
