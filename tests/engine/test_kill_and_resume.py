@@ -75,7 +75,8 @@ def data(tmp_path_factory):
 # epoch_2.pth (iteration 6, an epoch boundary, saved before that epoch's
 # validation). iter: last.pth at 2, 4, 6, 8, iter_5.pth: the 5th is
 # last.pth of iteration 8, last.pth of iteration 6 (saved before the
-# validation at 6) is the newest intact.
+# validation at 6) is the newest intact. Both resume at iteration 6 of
+# the 8 trained: INTERVAL (2) iterations lost, the most a kill can cost.
 KILL = {'epoch': (6, ('2', '6')), 'iter': (5, ('0', '6'))}
 
 
@@ -114,7 +115,6 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
     assert code == 0, out[-4000:]
     assert 'Removed 1 partial file' in out
     assert RESUMED.search(out).groups() == resumed_at, out[-3000:]
-    assert 8 - int(resumed_at[1]) <= tiny_run.INTERVAL
     assert not [n for n in os.listdir(copy) if n.endswith('.partial')]
     got, want = _final_weights(copy, loop), _final_weights(reference, loop)
     assert set(got) == set(want)
