@@ -1,39 +1,10 @@
 """TransMix's mixing ratio (tlalign_mm.core.transmix) against hand
-computations."""
+computations. (Against the official code: tests/models/
+test_tlalign_classifier.py::test_transmix_is_the_official_target_on_pixel_boxes.)"""
 import pytest
 import torch
 
-from tlalign_mm.core.transmix import (
-    attention_lambda,
-    nearest_pixel_weights,
-    transmix_lambda,
-    transmix_lambda_from_weighted,
-)
-
-
-def test_fractional_patch_labels_and_three_sources():
-    attn = torch.tensor([[0.2, 0.3, 0.5]])
-    labels = torch.tensor([[[0.5, 0.5, 0.], [0., 0.25, 0.75], [1., 0., 0.]]])
-    area = torch.tensor([[0.6, 0.2, 0.2]])
-    weighted = torch.tensor([[0.1 + 0.5, 0.1 + 0.075, 0.225]])  # sums to 1
-    expected = 0.5 * area + 0.5 * weighted
-    out = transmix_lambda(attn, labels, area)
-    torch.testing.assert_close(out, expected)
-    torch.testing.assert_close(out.sum(-1), torch.ones(1))
-
-
-def test_mean_with_the_area_lambda_and_other_ratios():
-    weighted = torch.tensor([[0.3, 0.1], [0.0, 0.2]])
-    area = torch.tensor([[0.5, 0.5], [0.9, 0.1]])
-    lam_attn = torch.tensor([[0.75, 0.25], [0.0, 1.0]])
-    torch.testing.assert_close(attention_lambda(weighted, area), lam_attn)
-    torch.testing.assert_close(
-        transmix_lambda_from_weighted(weighted, area),
-        (area + lam_attn) / 2)
-    torch.testing.assert_close(
-        transmix_lambda_from_weighted(weighted, area, ratio=1.), lam_attn)
-    torch.testing.assert_close(
-        transmix_lambda_from_weighted(weighted, area, ratio=0.), area)
+from tlalign_mm.core.transmix import nearest_pixel_weights, transmix_lambda
 
 
 def test_no_attention_on_patches_or_mixup_labels_give_the_area():

@@ -32,17 +32,11 @@ import tlalign_mm  # noqa: F401  allow-list for reading the checkpoints
 from tlalign_mm.checkpoint import install
 from tlalign_mm.checkpoint.hooks import LastCheckpointHook
 
-from .tiny_run import (
-    EPOCHS,
-    INTERVAL,
-    ITERS_PER_EPOCH,
-    write_config,
-    write_images,
-)
+from . import tiny_run
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 TRAIN = osp.join(ROOT, 'tools', 'train.py')
-TOTAL = EPOCHS * ITERS_PER_EPOCH
+TOTAL = tiny_run.EPOCHS * tiny_run.ITERS_PER_EPOCH
 RESUMED = re.compile(r'resumed epoch: (\d+), iter: (\d+)')
 
 
@@ -61,7 +55,8 @@ def _train(config, work_dir, *args, kill_at_save=None):
 
 
 def _final_weights(work_dir, loop):
-    name = f'epoch_{EPOCHS}.pth' if loop == 'epoch' else f'iter_{TOTAL}.pth'
+    name = (f'epoch_{tiny_run.EPOCHS}.pth' if loop == 'epoch' else
+            f'iter_{TOTAL}.pth')
     ckpt = torch.load(osp.join(work_dir, name), map_location='cpu',
                       weights_only=True)
     return ckpt['state_dict']
@@ -70,7 +65,7 @@ def _final_weights(work_dir, loop):
 @pytest.fixture(scope='module')
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp('kill_and_resume')
-    write_images(str(root / 'data'))
+    tiny_run.write_images(str(root / 'data'))
     return root
 
 
@@ -80,7 +75,8 @@ def data(tmp_path_factory):
 # epoch_2.pth (iteration 6, an epoch boundary, saved before that epoch's
 # validation). iter: last.pth at 2, 4, 6, 8, iter_5.pth: the 5th is
 # last.pth of iteration 8, last.pth of iteration 6 (saved before the
-# validation at 6) is the newest intact.
+# validation at 6) is the newest intact. Both resume at iteration 6 of
+# the 8 trained: INTERVAL (2) iterations lost, the most a kill can cost.
 KILL = {'epoch': (6, ('2', '6')), 'iter': (5, ('0', '6'))}
 
 
@@ -94,7 +90,7 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
     and validation, which ran after the checkpoint in the uninterrupted
     run, draws from its own copy of the generator states."""
     config = str(data / f'{loop}.py')
-    write_config(config, str(data / 'data'), loop)
+    tiny_run.write_config(config, str(data / 'data'), loop)
     reference = str(data / f'uninterrupted_{loop}')
     code, out = _train(config, reference)
     assert code == 0, out[-4000:]
@@ -119,7 +115,6 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
     assert code == 0, out[-4000:]
     assert 'Removed 1 partial file' in out
     assert RESUMED.search(out).groups() == resumed_at, out[-3000:]
-    assert 8 - int(resumed_at[1]) <= INTERVAL
     assert not [n for n in os.listdir(copy) if n.endswith('.partial')]
     got, want = _final_weights(copy, loop), _final_weights(reference, loop)
     assert set(got) == set(want)
@@ -142,9 +137,9 @@ def _runner(loop, seed):
                            _randomness_cfg=dict(seed=None))
 
 
-def _batches(sampler, skip, count):
-    batches = iter(BatchSampler(sampler, 4, drop_last=False))
-    return [next(batches) for _ in range(skip + count)][skip:]
+def _batches(sampler, skip):
+    return list(itertools.islice(BatchSampler(sampler, 4, False), skip,
+                                 skip + 2))
 
 
 @pytest.mark.parametrize('loop', ['epoch', 'iter'])
@@ -174,7 +169,7 @@ def test_resumed_batches_are_shuffled_with_the_checkpoints_sampler_seed(
     else:
         skip = 4
     got = list(itertools.islice(resumed.train_dataloader.batch_sampler, 2))
-    assert got == _batches(uninterrupted, skip, 2)
+    assert got == _batches(uninterrupted, skip)
     # the new run's seed would have shuffled otherwise
     assert got != _batches(_runner(loop, seed=999).train_dataloader.sampler,
-                           skip, 2)
+                           skip)

@@ -52,10 +52,13 @@ def test_one_line_mixes_as_cls_data_preprocessor(batch_size, sizes, stacked,
     ImageClassifier's ClsDataPreprocessor does with it, from the same seeds:
     same inputs, gt_score and random state after, the 'no mixing' choice
     included; per sample, the record's rows give its gt_score, its source 0
-    is the sample with its one-hot label."""
+    is the sample with its one-hot label. The preprocessor and its augments
+    keep no state between calls."""
     tl, ref = (_preprocessor(t, spell, pad) for t in TYPES)
     assert [type(a).__name__ for a in tl.batch_augments.augments] == [
         'TLCutMix', 'TLMixup', 'TLResizeMix', 'NoneType']
+    modules = (tl, tl.batch_augments, *tl.batch_augments.augments[:3])
+    state = [dict(vars(m)) for m in modules]
     modes = set()
     for s in range(12):
         seed(s)
@@ -77,6 +80,7 @@ def test_one_line_mixes_as_cls_data_preprocessor(batch_size, sizes, stacked,
             assert torch.equal(targets[0], F.one_hot(
                 sample.gt_label, NUM_CLASSES)[0].float())
     assert modes == {'cutmix', 'mixup', 'resizemix', 'none'}
+    assert [dict(vars(m)) for m in modules] == state
 
 
 def test_not_training_or_without_augments_is_cls_data_preprocessor():
@@ -91,11 +95,3 @@ def test_not_training_or_without_augments_is_cls_data_preprocessor():
     assert set(out) == {'inputs', 'data_samples'}
     assert all('gt_score' not in s for s in out['data_samples'])
 
-
-def test_keeps_no_state_between_calls():
-    pre = _preprocessor('TLAlignClassifier')
-    modules = (pre, pre.batch_augments, *pre.batch_augments.augments[:3])
-    state = [dict(vars(m)) for m in modules]
-    seed(0)
-    pre(_data(3), training=True)
-    assert [dict(vars(m)) for m in modules] == state
