@@ -23,57 +23,47 @@ from tlalign_mm.models.spt_lsa import (
     spt_token_labels,
 )
 
-from . import dense, zoo
+from . import zoo
 from .dense import patch_means, pixel_labels, spt_labels, spt_tokens
 from .zoo import in_classes, random_mix
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
-@pytest.mark.parametrize('patch,size', [(4, (30, 27)), (3, (13, 11)),
-                                        (2, (7, 9))])
-def test_spt_tokens_equal_the_definition(patch, size):
+@pytest.mark.parametrize('patch,size', [(4, (32, 32)), (4, (30, 27)),
+                                        (3, (13, 11)), (2, (7, 9))])
+def test_spt_tokens_and_labels_equal_the_definition(patch, size):
+    """Tokens: the five shifted views' reads, then the module's LayerNorm
+    and Linear, as patch embedding and as pooling of a token map. Labels:
+    the mean over every real read of the five views; with
+    ``label_views='centre'`` the own patch's mean (a plain patch
+    embedding's), which leaves the tokens as they are."""
     torch.manual_seed(0)
     spt = zoo.randomise(MODELS.build(dict(  # (registered)
         type='ShiftedPatchTokenization', embed_dims=24, patch_size=patch)))
     x = torch.randn(2, 3, *size)
     tokens, hw = spt(x)
     ref, ref_hw = spt_tokens(spt, x)
-    assert hw == ref_hw
     # float32 against float64 on order-1 features: ~100 ulps of sums
-    assert (tokens.double() - ref).abs().max() <= 1e-5
-    # as pooling of a token map
+    assert hw == ref_hw and (tokens.double() - ref).abs().max() <= 1e-5
     out, hw = spt(x.flatten(2).transpose(1, 2), size)
     assert hw == ref_hw and (out.double() - ref).abs().max() <= 1e-5
     # not an unshifted patchify: the shift is tested
-    plain = ShiftedPatchTokenization(in_channels=3, embed_dims=24,
-                                     patch_size=patch, shift_size=0)
-    plain.load_state_dict(spt.state_dict())
+    plain = ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
+                                     shift_size=0)
+    centre = ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
+                                      label_views='centre')
+    for other in (plain, centre):
+        other.load_state_dict(spt.state_dict())
     assert (plain(x)[0] - tokens).abs().max() > 1e-2
-
-
-@pytest.mark.parametrize('views', ['all', 'centre'])
-@pytest.mark.parametrize('patch,size', [(4, (32, 32)), (4, (30, 27)),
-                                        (2, (15, 9)), (3, (13, 11))])
-def test_spt_labels_equal_the_definition(patch, size, views):
-    """Five views: the mean over every real read of the five shifted
-    views; ``label_views='centre'``: the own patch's mean (a plain patch
-    embedding's), which leaves the tokens as they are."""
-    torch.manual_seed(0)
-    spt = ShiftedPatchTokenization(in_channels=3, embed_dims=8,
-                                   patch_size=patch, label_views=views)
+    assert torch.equal(centre(x)[0], tokens)
     _, pw, targets = random_mix(2, 3, *size)
     pix = pixel_labels(pw, targets)
-    five, centre = spt_labels(pix, patch, patch // 2), patch_means(pix, patch)
-    ours = in_classes(spt_token_labels(spt, pw), targets)
-    ref, other = (five, centre) if views == 'all' else (centre, five)
-    assert (ours - ref).abs().max() <= 1e-6  # a few ulps of labels <= 1
-    assert (ref - other).abs().max() > 1e-3
-    torch.manual_seed(0)
-    other_spt = ShiftedPatchTokenization(in_channels=3, embed_dims=8,
-                                         patch_size=patch)
-    x = torch.randn(1, 3, *size)
-    assert torch.equal(spt(x)[0], other_spt(x)[0])
+    five, own = spt_labels(pix, patch, patch // 2), patch_means(pix, patch)
+    assert (five - own).abs().max() > 1e-3
+    for module, labels in ((spt, five), (centre, own)):  # ulps of <= 1
+        ours = in_classes(spt_token_labels(module, pw), targets)
+        assert (ours - labels).abs().max() <= 1e-6
 
 
 def test_bad_label_views_grid_or_map_is_a_clear_error():
@@ -87,39 +77,6 @@ def test_bad_label_views_grid_or_map_is_a_clear_error():
                        r'from the patch embedding it replaces \(\(7, 7\)\)'):
         MODELS.build(dict(zoo.SL_VIT, img_size=30,
                           patch_cfg=dict(padding=0)))
-
-
-@pytest.mark.parametrize('windowed', [False, True])
-def test_lsa_excludes_the_diagonal_exactly(windowed):
-    torch.manual_seed(0)
-    if windowed:
-        lsa = LocalityWindowMSA(embed_dims=16, window_size=(4, 4),
-                                num_heads=2)
-        mask = torch.zeros(2, 16, 16)
-        mask[1, :8, 8:] = mask[1, 8:, :8] = -100.  # a shift mask
-        seen = []
-        lsa.softmax.register_forward_hook(lambda m, i, o: seen.append(o))
-        lsa(torch.randn(4, 16, 16), mask=mask)
-        A = seen[0]
-    else:
-        lsa = LocalitySelfAttention(embed_dims=24, num_heads=3)
-        x = torch.randn(2, 17, 24)  # a class token and 16 patches
-        seen, original = [], lsa.scaled_dot_product_attention
-
-        def recording(q, k, v, **kwargs):  # identity values: A itself
-            eye = torch.eye(k.shape[-2]).expand(*k.shape[:2], -1, -1)
-            seen.append(original(q, k, eye, **kwargs))
-            return original(q, k, v, **kwargs)
-
-        lsa.scaled_dot_product_attention = recording
-        lsa(x)
-        A = seen[0]  # the definition's (dense.py), to a few float32 ulps
-        torch.testing.assert_close(A.double(), dense.token_attention(
-            lsa, (x, ), {})[0], atol=1e-6, rtol=0)
-    assert torch.equal(torch.diagonal(A, dim1=-2, dim2=-1),
-                       torch.zeros(A.shape[:-1]))
-    torch.testing.assert_close(A.sum(-1), torch.ones(A.shape[:-1]),
-                               atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize('cls', [LocalitySelfAttention, LocalityWindowMSA])
