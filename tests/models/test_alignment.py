@@ -171,34 +171,6 @@ def test_the_padding_rule_is_what_is_tested(monkeypatch):
     assert max((a - b).abs().max() for a, b in zip(ours, other)) > 1e-3
 
 
-@pytest.mark.parametrize('name', ['Swin padded, box', 'SL-Swin box'])
-def test_merged_labels_are_the_means_by_hand(name):
-    """With attention that moves nothing only merging moves labels: 2x2
-    means (Swin) or the five shifted views (SPT pooling), by hand."""
-    from .dense import patch_means, pixel_labels, spt_labels
-    cfg, _, (H, W), box, _ = CASES[name]
-    model = build(cfg)
-    for stage in model.stages:
-        for block in stage.blocks:
-            block.attn.w_msa.softmax = zoo.EyeSoftmax(dim=-1)
-    images, pw, targets = random_mix(2, 2, H, W, box=box)
-    aligned = aligned_forward(model, images, pw, keep_history=True)
-    pix = pixel_labels(pw, targets)
-    spt = 'SL' in name
-    first = spt_labels(pix, 2, 1) if spt else patch_means(pix, 4)
-    side = -(-H // (2 if spt else 4))
-    grid = first.reshape(2, side, side, -1)
-    merged = spt_labels(grid, 2, 1) if spt else patch_means(grid, 2)
-    ours = [in_classes(h, targets) for h in aligned.history]
-    for labels in ours[:3]:  # 1 ulp of 1 in float32 is 1.2e-7
-        assert (labels - first).abs().max() <= 1e-6
-    for labels in ours[3:5]:
-        assert (labels - merged).abs().max() <= 1e-6
-    other = patch_means(grid, 2) if spt else grid[:, ::2, ::2].reshape(
-        2, -1, 10)  # another rule: plain 2x2 means / one token of each group
-    assert (merged - other).abs().max() > 1e-3
-
-
 def test_lsa_masking_is_what_is_tested():
     """The reference without LSA's mask and temperature gives other labels
     than SL-ViT's, far beyond the tolerance."""

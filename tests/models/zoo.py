@@ -171,10 +171,3 @@ def identity_attention(query, key, labels, bias=None, scale=None,
     monkeypatch it into :mod:`tlalign_mm.core.records`."""
     labels = labels.float()
     return labels, labels.sum(-1, keepdim=True) if with_mass else None
-
-
-class EyeSoftmax(nn.Softmax):
-    """Window attention that moves nothing: ``A = I`` in every window."""
-
-    def forward(self, x):
-        return torch.eye(x.shape[-1]).expand_as(x)
