@@ -11,10 +11,8 @@ the labels are checked against the dense references.
 """
 import copy
 
-import numpy as np
 import pytest
 import torch
-from mmpretrain.registry import MODELS
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tlalign_mm import align_labels
@@ -22,7 +20,7 @@ from tlalign_mm.models import aligned_forward
 
 from . import zoo
 from .test_alignment import assert_history_close, reference
-from .test_tlalign_classifier import ARCH, fake_batch, model_cfg
+from .test_tlalign_classifier import build, mixed_batch, model_cfg
 from .zoo import assert_distributions, random_mix
 
 FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
@@ -88,16 +86,10 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
         kernel = triton_labels.mean_head_labels
         monkeypatch.setattr(triton_labels, 'mean_head_labels',
                             lambda *a: calls.append(1) or kernel(*a))
-    torch.manual_seed(0)
-    model = MODELS.build(model_cfg(backbone=dict(
-        type='VisionTransformer', arch=ARCH, img_size=32, patch_size=8,
-        drop_path_rate=0.1))).to(device)
-    model.init_weights()
-    model.train()
-    np.random.seed(1)
-    data = fake_batch(4)
-    data['inputs'] = [x.to(device) for x in data['inputs']]
-    batch = model.data_preprocessor(data, training=True)
+    model = build(backbone=dict(model_cfg()['backbone'],
+                                drop_path_rate=0.1)).to(device)
+    model.backbone.train()  # drop-path on
+    batch = mixed_batch(model)  # (the preprocessor moves it to the device)
     with sdpa_kernel(FUSED), torch.autocast(device, dtype=torch.bfloat16):
         losses = model(**batch, mode='loss')
         aligned = aligned_forward(
