@@ -147,43 +147,55 @@ def embed_labels(pe, grid):
                               conv.kernel_size[0]))
 
 
-def _lsa(module, logits, n):
-    """LSA: per-head learned temperature, ``-inf`` on the diagonal."""
-    if hasattr(module, 'diagonal_masking') and module.diagonal_masking:
-        logits = logits.masked_fill(torch.eye(n, dtype=torch.bool),
-                                    float('-inf'))
+def _heads(t, B, heads):
+    return t.reshape(B, t.shape[1], heads, -1).transpose(1, 2)
+
+
+def _qkv(m, x, heads):
+    """q, k, v ``(B, heads, N, d)`` of ``m.qkv`` (and BEiT's or Swin V2's
+    separate q and v biases) of ``x`` in float64."""
+    qkv = lin(m.qkv, x)
+    if getattr(m, 'q_bias', None) is not None:
+        qkv = qkv + torch.cat([m.q_bias, torch.zeros_like(m.v_bias),
+                               m.v_bias]).double()
+    return [_heads(t, x.shape[0], heads) for t in qkv.chunk(3, -1)]
+
+
+def _logits(m, q, k):
+    """``scale q.k``; LSA: a per-head learned temperature, ``-inf`` on the
+    diagonal."""
+    scale = getattr(m, 'scale', q.shape[-1]**-0.5)
+    if isinstance(scale, torch.Tensor):  # LSA's per-head temperature
+        scale = scale.double().view(1, -1, 1, 1)
+    logits = (q * scale) @ k.transpose(-2, -1)
+    if getattr(m, 'diagonal_masking', False):
+        logits = logits.masked_fill(torch.eye(logits.shape[-1],
+                                              dtype=torch.bool), float('-inf'))
     return logits
 
 
-def _heads(t, B, heads):
-    return t.reshape(B, t.shape[1], heads, -1).transpose(1, 2)
+def _attend(logits, v):
+    """``A = softmax(logits)`` and ``A v`` with the heads concatenated."""
+    A = logits.softmax(-1)
+    return A, (A @ v).transpose(1, 2).flatten(2)
 
 
 def token_attention(module, args, kwargs):
     """ViT-like attention (mmpretrain MHA/LSA, BEiT, timm) of ``args[0]``:
     (A (B, H, N, N), the module's output by hand)."""
-    x = args[0].double()
-    B, N, _ = x.shape
-    m = module
-    qkv = lin(m.qkv, x)
-    if getattr(m, 'q_bias', None) is not None:  # BEiT
-        qkv = qkv + torch.cat([m.q_bias, torch.zeros_like(m.v_bias),
-                               m.v_bias]).double()
-    q, k, v = (_heads(t, B, m.num_heads) for t in qkv.chunk(3, -1))
+    m, x = module, args[0].double()
+    N = x.shape[1]
+    q, k, v = _qkv(m, x, m.num_heads)
     if hasattr(m, 'q_norm'):  # timm
         q, k = norm(m.q_norm, q), norm(m.k_norm, k)
-    scale = getattr(m, 'scale', q.shape[-1]**-0.5)
-    if isinstance(scale, torch.Tensor):  # LSA's per-head temperature
-        scale = scale.double().view(1, -1, 1, 1)
-    logits = _lsa(m, (q * scale) @ k.transpose(-2, -1), N)
+    logits = _logits(m, q, k)
     table = getattr(m, 'relative_position_bias_table', None)
     if table is not None:  # BEiT's own table and index
         logits = logits + table.double()[m.relative_position_index.view(
             -1)].view(N, N, -1).permute(2, 0, 1)
     if kwargs.get('rel_pos_bias') is not None:  # BEiT's shared bias
         logits = logits + kwargs['rel_pos_bias'].double()
-    A = logits.softmax(-1)
-    out = (A @ v).transpose(1, 2).reshape(B, N, -1)
+    A, out = _attend(logits, v)
     out = lin(m.proj, norm(getattr(m, 'norm', None), out))
     if hasattr(getattr(m, 'gamma1', None), 'weight'):  # layer scale
         out = out * m.gamma1.weight.double()
@@ -203,18 +215,14 @@ def window_attention(module, x, hw):
     Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
     grid = x.new_zeros(B, Hp, Wp, C, dtype=torch.double)
     grid[:, :H, :W] = x.reshape(B, H, W, C).double()
-    tokens = grid.reshape(B, Hp * Wp, C)
     r, c = torch.arange(Hp).repeat_interleave(Wp), torch.arange(Wp).repeat(Hp)
     rs, cs = (r - shift) % Hp, (c - shift) % Wp  # after the cyclic shift
     window = (rs // ws) * (Wp // ws) + cs // ws
-    dy = (rs % ws)[:, None] - (rs % ws)[None]
-    dx = (cs % ws)[:, None] - (cs % ws)[None]
-    heads = w_msa.num_heads
-    Wq, Wk, Wv = w_msa.qkv.weight.double().chunk(3)
+    # relative offsets within a window, from 0
+    dy = (rs % ws)[:, None] - (rs % ws)[None] + ws - 1
+    dx = (cs % ws)[:, None] - (cs % ws)[None] + ws - 1
+    q, k, v = _qkv(w_msa, grid.reshape(B, Hp * Wp, C), w_msa.num_heads)
     if hasattr(w_msa, 'cpb_mlp'):  # Swin V2 (Liu et al. 2022, Sec. 3.2)
-        q = _heads(tokens @ Wq.T + w_msa.q_bias.double(), B, heads)
-        k = _heads(tokens @ Wk.T, B, heads)
-        v = _heads(tokens @ Wv.T + w_msa.v_bias.double(), B, heads)
         q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         scale = w_msa.logit_scale.double().clamp(max=math.log(100)).exp()
@@ -223,19 +231,12 @@ def window_attention(module, x, hw):
         mlp = w_msa.cpb_mlp
         table = 16 * torch.sigmoid(lin(mlp[2], torch.relu(lin(mlp[0],
                                                               coords))))
-        bias = table[dy + ws - 1, dx + ws - 1].permute(2, 0, 1)
-        logits = q @ k.transpose(-2, -1) * scale
-    else:
-        bq, bk, bv = w_msa.qkv.bias.double().chunk(3)
-        q, k, v = (_heads(tokens @ Wt.T + bt, B, heads)
-                   for Wt, bt in ((Wq, bq), (Wk, bk), (Wv, bv)))
-        scale = w_msa.scale if not isinstance(w_msa.scale, torch.Tensor) \
-            else w_msa.scale.double().view(1, -1, 1, 1)
-        logits = _lsa(w_msa, (q * scale) @ k.transpose(-2, -1), len(r))
-        index = (dy + ws - 1) * (2 * ws - 1) + dx + ws - 1
-        bias = w_msa.relative_position_bias_table.double()[index].permute(
+        logits = q @ k.transpose(-2, -1) * scale + table[dy, dx].permute(
             2, 0, 1)
-    logits = logits + bias
+    else:
+        table = w_msa.relative_position_bias_table.double()
+        logits = _logits(w_msa, q, k) + table[dy * (2 * ws - 1) + dx].permute(
+            2, 0, 1)
     if shift > 0:  # mmpretrain's mask: -100 across shift regions
         def region(z, size):
             return (z >= size - ws).long() + (z >= size - shift).long()
@@ -243,10 +244,9 @@ def window_attention(module, x, hw):
         logits = logits - 100. * (reg[:, None] != reg[None]).double()
     logits = logits.masked_fill(window[:, None] != window[None],
                                 float('-inf'))
-    A = logits.softmax(-1)
-    out = lin(w_msa.proj, (A @ v).transpose(1, 2).reshape(B, -1, C))
+    A, out = _attend(logits, v)
     real = (r < H) & (c < W)
-    return A, out[:, real], real
+    return A, lin(w_msa.proj, out)[:, real], real
 
 
 def sr_attention(module, x, hw):
@@ -267,8 +267,8 @@ def sr_attention(module, x, hw):
     bq, bk, bv = mha.in_proj_bias.double().chunk(3)
     q, k, v = (_heads(t @ Wt.T + bt, B, mha.num_heads) for t, Wt, bt in (
         (x, Wq, bq), (x_kv, Wk, bk), (x_kv, Wv, bv)))
-    A = (q @ k.transpose(-2, -1) / q.shape[-1]**0.5).softmax(-1)
-    return A, lin(mha.out_proj, (A @ v).transpose(1, 2).reshape(B, N, C))
+    A, out = _attend(_logits(mha, q, k), v)
+    return A, lin(mha.out_proj, out)
 
 
 def _update(Y, AY, residual_norm, renormalise=False):
