@@ -138,13 +138,15 @@ def norm(m, x):
 
 
 def embed_labels(pe, grid):
-    """The labels of the tokens an embedding (mmcv PatchEmbed, timm's, or
-    SPT, as patch embedding or pooling) makes of a label map."""
+    """The labels of the tokens an embedding or a merge (mmcv PatchEmbed,
+    timm's, PatchMerging, or SPT, as patch embedding or pooling) makes of a
+    label map: means over its windows (SPT: over its five views' reads)."""
     if hasattr(pe, 'shift_size') and pe.label_views != 'centre':
         return spt_labels(grid, pe.patch_size[0], pe.shift_size[0])
-    conv = getattr(pe, 'projection', None) or getattr(pe, 'proj', None)
-    return patch_means(grid, (pe.patch_size[0] if conv is None else
-                              conv.kernel_size[0]))
+    window = getattr(pe, 'projection', None) or getattr(
+        pe, 'proj', None) or getattr(pe, 'sampler', None)
+    return patch_means(grid, (pe.patch_size[0] if window is None else
+                              window.kernel_size[0]))
 
 
 def _heads(t, B, heads):
@@ -306,46 +308,40 @@ def dense_labels(model, calls, pixel_weights, targets, area_share=None,
     hand attention's output with the module's (eval forwards only)."""
     inner = getattr(model, 'timm_model', model)
     pix = pixel_labels(pixel_weights, targets)
-    history, final = [], None
-    n = len(calls)
+    history, final, n = [], None, len(calls)
+    verify = _check if check else lambda *args: None
 
-    def step(i, Y, AY, renormalise=False):
-        if align_layers is not None and i not in align_layers and \
-                i - n not in align_layers:
-            return Y
-        new = _update(Y, AY, residual_norm, renormalise)
-        if keeps is not None and keeps[i] is not None:
-            new = torch.where(keeps[i].view(-1, 1, 1), new, Y)
+    def step(Y, AY, renormalise=False):
+        """Block ``len(history) - 1``'s update of ``Y``, recorded."""
+        i, new = len(history) - 1, Y
+        if align_layers is None or i in align_layers or \
+                i - n in align_layers:
+            new = _update(Y, AY, residual_norm, renormalise)
+            if keeps is not None and keeps[i] is not None:
+                new = torch.where(keeps[i].view(-1, 1, 1), new, Y)
+        history.append(new)
         return new
 
     if hasattr(model, 'stages'):  # Swin, Swin V2, SL-Swin
+        def merge(ds, Y, hw):  # patch merging or SPT pooling
+            return embed_labels(ds, Y.reshape(Y.shape[0], *hw, -1))
+
         Y = embed_labels(model.patch_embed, pix)
         history.append(Y)
-        hw = calls[0][1][1]
+        hw, it = calls[0][1][1], iter(calls)
         v2 = type(model).__name__ == 'SwinTransformerV2'
         after = getattr(model, 'out_after_downsample', False)
-        i = 0
-
-        def merge(ds, Y, hw):
-            grid = Y.reshape(Y.shape[0], *hw, -1)
-            if hasattr(ds, 'shift_size'):  # SPT pooling
-                return embed_labels(ds, grid)
-            return patch_means(grid, 2)
-
         for s, stage in enumerate(model.stages):
             if v2 and stage.downsample is not None:
                 Y = merge(stage.downsample, Y, hw)
             for _ in stage.blocks:
-                module, args, _, out = calls[i]
+                module, args, _, out = next(it)
                 hw = tuple(args[1])
                 A, dense_out, real = window_attention(module, args[0], hw)
-                if check:
-                    _check(out, dense_out)
-                Yp = Y.new_zeros(Y.shape[0], A.shape[-1], Y.shape[-1])
-                Yp[:, real] = Y
-                Y = step(i, Y, (A.mean(1) @ Yp)[:, real], renormalise=True)
-                history.append(Y)
-                i += 1
+                verify(out, dense_out)
+                # padded keys carry no label: only the real ones count
+                Y = step(Y, A.mean(1)[:, real][..., real] @ Y,
+                         renormalise=True)
             ds = None if v2 else stage.downsample
             if ds is not None and after:
                 Y = merge(ds, Y, hw)
@@ -368,13 +364,10 @@ def dense_labels(model, calls, pixel_weights, targets, area_share=None,
                     continue
                 module, args, kwargs, out = next(it)
                 A, dense_out = sr_attention(module, args[0], hw)
-                if check:
-                    _check(out - kwargs['identity'], dense_out,
-                           out.abs().max())
+                verify(out - kwargs['identity'], dense_out, out.abs().max())
                 Y_kv = Y if module.sr_ratio == 1 else conv_means(
                     Y.reshape(-1, *hw, Y.shape[-1]), module.sr)[0]
-                Y = step(len(history) - 1, Y, A.mean(1) @ Y_kv)
-                history.append(Y)
+                Y = step(Y, A.mean(1) @ Y_kv)
             grid = Y.reshape(-1, *hw, Y.shape[-1])
             if s in model.out_indices:
                 final = Y.mean(1)
@@ -389,12 +382,10 @@ def dense_labels(model, calls, pixel_weights, targets, area_share=None,
     area = torch.einsum('bs,bsc->bc', area_share.double(), targets.double())
     Y = torch.cat([area[:, None].expand(-1, prefix, -1), Y], 1)
     history.append(Y)
-    for i, (module, args, kwargs, out) in enumerate(calls):
+    for module, args, kwargs, out in calls:
         A, dense_out = token_attention(module, args, kwargs)
-        if check:
-            _check(out, dense_out)
-        Y = step(i, Y, A.mean(1) @ Y)
-        history.append(Y)
+        verify(out, dense_out)
+        Y = step(Y, A.mean(1) @ Y)
     pool = getattr(inner, 'out_type', None) or inner.global_pool
     if getattr(inner, 'dist_token', None) is not None and hasattr(
             inner, 'global_pool'):  # timm's distilled head
