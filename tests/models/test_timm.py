@@ -7,7 +7,6 @@ import pytest
 import timm
 import torch
 import torch.nn.functional as F
-from mmpretrain.registry import MODELS
 
 from tlalign_mm import align_labels
 
@@ -22,23 +21,14 @@ def test_export_loads_strictly_into_timm_create_model(name, pool, tmp_path):
     """A TL-Align classifier checkpoint -> plain timm state dict whose
     logits are the classifier's: the backbone pools as timm does (the
     token pool of plain DeiT: tests/downstream/test_export.py)."""
-    from mmengine.config import Config
-    from mmengine.runner.checkpoint import save_checkpoint
-
     from tlalign_mm.downstream.export import export_timm
-    cfg = Config.fromfile(
-        'configs/tlalign/deit-small-timm_4xb256-tlalign_in1k.py')
-    cfg.model.backbone.update(model_name=name, depth=1, img_size=32,
-                              patch_size=8, global_pool=pool)
-    cfg.model.head.in_channels = 192
-    torch.manual_seed(0)
-    classifier = MODELS.build(cfg.model).eval()
-    with torch.no_grad():
-        for p in classifier.parameters():
-            p.add_(0.1 * torch.randn_like(p))
+
+    from ..downstream.tiny import config_path, make_pretrain_checkpoint
     ckpt, out = str(tmp_path / 'ckpt.pth'), str(tmp_path / 'timm.pth')
-    save_checkpoint(dict(meta=dict(cfg=cfg.pretty_text),
-                         state_dict=classifier.state_dict()), ckpt)
+    classifier = make_pretrain_checkpoint(
+        config_path('tlalign', 'deit-small-timm_4xb256-tlalign_in1k.py'),
+        ckpt, dict(model_name=name, depth=1, img_size=32, patch_size=8,
+                   global_pool=pool), width=192).eval()
     info = export_timm(ckpt, out)
     assert info['kwargs']['num_classes'] == 1000
     model = timm.create_model(name, pretrained=False, **info['kwargs'])
