@@ -109,9 +109,9 @@ CASES = {
 }
 
 
-def build(cfg):
+def build(cfg, seed=0):
     cfg = dict(cfg)
-    return zoo.build(cfg, fused=cfg.pop('fused', None))
+    return zoo.build(cfg, seed, fused=cfg.pop('fused', None))
 
 
 def reference(model, images, pw, targets, options=None):
