@@ -102,10 +102,6 @@ def test_window7_checkpoint_loads_into_window12():
             assert torch.equal(loaded[key], own_index[key])
         else:
             assert torch.equal(loaded[key], table), key
-    model.eval()  # mmpretrain's Swin.train() returns None: no chaining
-    with torch.no_grad():
-        out = model(torch.randn(1, 3, 96, 96))
-    assert out[0].shape == (1, 16, 12, 12) and torch.isfinite(out[0]).all()
 
 
 def test_install_rebinds_only_mmpretrains_resize(monkeypatch):
