@@ -6,10 +6,11 @@ forward (captured by a hook) and the module's weights; the attention output
 that matrix implies is checked against the module's own output, so it is the
 model's attention. Labels are ``(B, N, C)`` class vectors moved block by
 block by ``Y <- (Y + mean_h(A) Y_keys) / 2``; initial labels, merges, spatial
-reductions and SPT's five views are loops over positions. Swin windows are
-one dense attention over the whole padded map, built from coordinates, with
-the documented padding rule (padded keys carry zero labels; a real token's
-update is renormalised to sum 1). Shares no code with ``tlalign_mm``.
+reductions and SPT's five views are loops (or index arithmetic) over
+positions. Swin windows are one dense attention over the whole padded map,
+built from coordinates, with the documented padding rule (padded keys carry
+zero labels; a real token's update is renormalised to sum 1). Shares no
+code with ``tlalign_mm``.
 """
 import contextlib
 import math
@@ -74,53 +75,42 @@ def patch_means(grid, patch):
     return window_means(grid, (-(-H // patch), -(-W // patch)), patch, patch)
 
 
-def spt_reads(H, W, patch, shift):
-    """Every read an SPT token makes: at patch position ``(a, b)`` of token
-    ``(i, j)``, view ``v`` reads ``(i*p + a + dy_v, j*p + b + dx_v)``,
-    ``(dy, dx)`` in ``(0, 0), (-s, -s), (-s, s), (s, -s), (s, s)``; real only
-    where the patch position is in the map (not corner padding) and so is
-    the read (not shift padding). ``(a, b, v, rows, cols, valid)`` over the
-    ``(h, w)`` token grid."""
-    h, w = -(-H // patch), -(-W // patch)
-    i = torch.arange(h)[:, None].expand(h, w)
-    j = torch.arange(w)[None, :].expand(h, w)
-    s = shift
-    for a in range(patch):
-        for b in range(patch):
-            r0, c0 = i * patch + a, j * patch + b
-            for v, (dy, dx) in enumerate([(0, 0), (-s, -s), (-s, s),
-                                          (s, -s), (s, s)]):
-                r, c = r0 + dy, c0 + dx
-                valid = (r0 < H) & (c0 < W) & (r >= 0) & (r < H) & \
-                    (c >= 0) & (c < W)
-                yield a, b, v, r.clamp(0, H - 1), c.clamp(0, W - 1), valid
+def spt_reads(grid, patch, shift):
+    """Every read an SPT token makes of a ``(B, H, W, C)`` map: at patch
+    position ``(a, b)`` of token ``(i, j)``, view ``v`` reads ``(i*p + a +
+    dy_v, j*p + b + dx_v)``, ``(dy, dx)`` in ``(0, 0), (-s, -s), (-s, s),
+    (s, -s), (s, s)``; real only where the patch position is in the map
+    (not corner padding) and so is the read (not shift padding), else 0.
+    ``(B, h, w, a, b, v, C)`` reads and ``(h, w, a, b, v, 1)`` real."""
+    H, W = grid.shape[1:3]
+    h, w, p, s = -(-H // patch), -(-W // patch), patch, shift
+    r0 = torch.arange(h).view(h, 1, 1, 1, 1) * p + torch.arange(p).view(
+        1, 1, p, 1, 1)
+    c0 = torch.arange(w).view(1, w, 1, 1, 1) * p + torch.arange(p).view(
+        1, 1, 1, p, 1)
+    r = r0 + torch.tensor([0, -s, -s, s, s]).view(1, 1, 1, 1, 5)
+    c = c0 + torch.tensor([0, -s, s, -s, s]).view(1, 1, 1, 1, 5)
+    real = (r0 < H) & (c0 < W) & (r >= 0) & (r < H) & (c >= 0) & (c < W)
+    real = real[..., None].double()
+    return grid[:, r.clamp(0, H - 1), c.clamp(0, W - 1)].double() * real, real
 
 
 def spt_labels(grid, patch, shift):
     """(B, H, W, C) -> (B, h*w, C): mean over every real read of the five
     views."""
-    B, H, W, C = grid.shape
-    h, w = -(-H // patch), -(-W // patch)
-    total = torch.zeros(B, h, w, C, dtype=torch.double)
-    count = torch.zeros(h, w, 1, dtype=torch.double)
-    for _, _, _, r, c, valid in spt_reads(H, W, patch, shift):
-        total += grid[:, r, c].double() * valid[..., None]
-        count += valid[..., None]
-    return (total / count).reshape(B, h * w, C)
+    reads, real = spt_reads(grid, patch, shift)
+    B, h, w = reads.shape[:3]
+    return (reads.sum((3, 4, 5)) / real.sum((2, 3, 4))).reshape(B, h * w, -1)
 
 
 def spt_tokens(spt, x):
     """SPT of a map ``(B, C, H, W)`` from the definition: token feature
     ``(a, b, view, channel)`` is its read (0 where not real), then the
     module's LayerNorm and Linear weights."""
-    x = x.double()
-    B, C, H, W = x.shape
-    p, s = spt.patch_size[0], spt.shift_size[0]
-    h, w = -(-H // p), -(-W // p)
-    feats = torch.zeros(B, h, w, p, p, 5, C, dtype=torch.double)
-    for a, b, v, r, c, valid in spt_reads(H, W, p, s):
-        feats[:, :, :, a, b, v] = (x[:, :, r, c] * valid).permute(0, 2, 3, 1)
-    return lin(spt.reduction, norm(spt.norm, feats.reshape(B, h * w, -1))), (
+    reads, _ = spt_reads(x.permute(0, 2, 3, 1), spt.patch_size[0],
+                         spt.shift_size[0])
+    B, h, w = reads.shape[:3]
+    return lin(spt.reduction, norm(spt.norm, reads.reshape(B, h * w, -1))), (
         h, w)
 
 
