@@ -11,9 +11,10 @@ the rates as Python floats, where any remaining break is the recording's.
 """
 import pytest
 import torch
-from mmpretrain.registry import MODELS
 
-from .test_tlalign_classifier import fake_batch, model_cfg
+from . import zoo
+from .test_tlalign_classifier import build as build_classifier
+from .test_tlalign_classifier import mixed_batch
 from .zoo import head_samples
 
 # DeiT-S's and Swin-T's paths, narrowed: heads of 64 (the SDPA path of
@@ -21,17 +22,14 @@ from .zoo import head_samples
 # windows, no padded window, as in training).
 SMALL = {
     'deit': dict(
-        backbone=dict(type='VisionTransformer',
-                      arch=dict(embed_dims=128, num_layers=2, num_heads=2,
-                                feedforward_channels=128),
-                      img_size=32, patch_size=8, drop_path_rate=0.1),
+        backbone=dict(zoo.VIT, drop_path_rate=0.1, arch=dict(
+            embed_dims=128, num_layers=2, num_heads=2,
+            feedforward_channels=128)),
         head=dict(type='VisionTransformerClsHead', in_channels=128),
         side=32),
     'swin': dict(
-        backbone=dict(type='SwinTransformer',
-                      arch=dict(embed_dims=16, depths=[2, 1],
-                                num_heads=[1, 2]),
-                      img_size=56, drop_path_rate=0.1, out_indices=(1, )),
+        backbone=dict(zoo.SWIN, img_size=56, drop_path_rate=0.1, arch=dict(
+            embed_dims=16, depths=[2, 1], num_heads=[1, 2])),
         neck=dict(type='GlobalAveragePooling'),
         head=dict(type='LinearClsHead', in_channels=32),
         side=56),
@@ -43,15 +41,12 @@ def build(kind):
     CutMix batch (with the list the head's samples go to)."""
     spec = dict(SMALL[kind])
     side = spec.pop('side')
-    torch.manual_seed(0)
-    model = MODELS.build(model_cfg(num_classes=10, **spec))
+    model = build_classifier(num_classes=10, **spec)
+    model.backbone.train()  # drop-path on
     for module in model.modules():
         if hasattr(module, 'drop_prob'):
             module.drop_prob = float(module.drop_prob)
-    model.train()
-    data = fake_batch(4, num_classes=10, side=side)
-    torch.manual_seed(1)
-    batch = model.data_preprocessor(data, training=True)
+    batch = mixed_batch(model, side=side)
     return model, dict(batch, targets=head_samples(model))
 
 

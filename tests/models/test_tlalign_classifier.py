@@ -53,11 +53,11 @@ def build(target='tlalign', **kwargs):
     return model
 
 
-def mixed_batch(model, batch_size=4, seed=1):
+def mixed_batch(model, batch_size=4, seed=1, side=32):
     np.random.seed(seed)
     torch.manual_seed(seed)
-    return model.data_preprocessor(fake_batch(batch_size, seed=seed),
-                                   training=True)
+    return model.data_preprocessor(fake_batch(batch_size, seed=seed,
+                                              side=side), training=True)
 
 
 def trained_target(model, batch):
