@@ -78,32 +78,30 @@ def test_bad_label_views_grid_or_map_is_a_clear_error():
                           patch_cfg=dict(padding=0)))
 
 
-@pytest.mark.parametrize('cls', [LocalitySelfAttention, LocalityWindowMSA])
-def test_temperature_is_a_trained_parameter(cls):
+@pytest.mark.parametrize('windowed', [False, True])
+def test_lsa_starts_as_the_attention_it_replaces(windowed):
+    """Without the diagonal mask, a fresh LSA is the attention it replaces
+    (MultiheadAttention, WindowMSA): its scaling and its weights; with the
+    mask, it is not. The temperature is trained and in the checkpoint; a
+    fixed one is neither a parameter nor in it."""
     torch.manual_seed(0)
     kwargs = dict(embed_dims=24, num_heads=3, **(
-        dict(window_size=(3, 3)) if cls is LocalityWindowMSA else {}))
-    module = MODELS.build(dict(kwargs, type=cls.__name__))  # (registered)
-    assert 'scale' in module.state_dict()
-    module(torch.randn(2, 9, 24)).square().sum().backward()
-    assert module.scale.grad.abs().min() > 0
-    # A fixed temperature is neither a parameter nor in the checkpoint.
-    fixed = cls(**kwargs, learnable_temperature=False)
-    assert 'scale' not in fixed.state_dict()
-    assert 'scale' not in dict(fixed.named_parameters())
-
-
-def test_lsa_starts_as_the_usual_scaling():
-    """Without the diagonal mask, a fresh LSA is MultiheadAttention."""
-    torch.manual_seed(0)
-    mha = MultiheadAttention(embed_dims=24, num_heads=3)
-    lsa = LocalitySelfAttention.from_multihead_attention(
-        mha, diagonal_masking=False)
+        dict(window_size=(3, 3)) if windowed else {}))
+    plain = (WindowMSA if windowed else MultiheadAttention)(**kwargs)
+    convert = LocalityWindowMSA.from_window_msa if windowed else \
+        LocalitySelfAttention.from_multihead_attention
     x = torch.randn(2, 9, 24)
     # outputs of order 1, float32: 1e-6 is 8 ulp (the same ops, regrouped)
-    torch.testing.assert_close(lsa(x), mha(x), atol=1e-6, rtol=0)
-    masked = LocalitySelfAttention.from_multihead_attention(mha)
-    assert (masked(x) - mha(x)).abs().max() > 1e-3
+    torch.testing.assert_close(convert(plain, diagonal_masking=False)(x),
+                               plain(x), atol=1e-6, rtol=0)
+    lsa = convert(plain)
+    assert (lsa(x) - plain(x)).abs().max() > 1e-3
+    lsa(x).square().sum().backward()
+    assert 'scale' in lsa.state_dict() and lsa.scale.grad.abs().min() > 0
+    fixed = MODELS.build(dict(kwargs, type=type(lsa).__name__,  # registered
+                              learnable_temperature=False))
+    assert 'scale' not in fixed.state_dict()
+    assert 'scale' not in dict(fixed.named_parameters())
 
 
 @pytest.mark.parametrize('spt', [True, False])
@@ -149,8 +147,8 @@ def test_config_is_the_papers_recipe_and_builds(path):
         assert backbone.type.startswith('SL') == (sl or '/vit_' in path)
         if backbone.type == 'SLViT':
             assert backbone.use_spt == backbone.use_lsa == sl
-    small = dict(zoo.SL_SWIN if 'Swin' in backbone.type else zoo.SL_VIT)
-    backbone.update(arch=small['arch'])
+    backbone.update(arch=(zoo.SL_SWIN if 'Swin' in backbone.type
+                          else zoo.SL_VIT)['arch'])
     model.head.in_channels = 96 if 'Swin' in backbone.type else 24
     model.setdefault('data_preprocessor', cfg.data_preprocessor)
 
@@ -159,7 +157,6 @@ def test_config_is_the_papers_recipe_and_builds(path):
         return MODELS.build(copy.deepcopy(model))
 
     built = build()
-    assert type(built.backbone).__name__ == backbone.type
     describe(built.backbone)
     if path in DEMO:  # no official init_cfg: SLViT initialises as
         # VisionTransformer.init_weights does, random draws included
