@@ -35,7 +35,8 @@ CASES = {
     'ViT last block only': case(zoo.VIT, box=BOX, align_layers='last'),
     'ViT blocks 0 and 2, no residual average': case(zoo.VIT, box=BOX,
         align_layers=[0, 2], residual_norm=False),
-    'DeiT3 (not named by the package)': case(zoo.DEIT3, box=BOX),
+    'DeiT3 (not named by the package)': case(dict(zoo.VIT, type='DeiT3'),
+        box=BOX),
     'ViT-like class (not named by the package)': case(dict(type='TinyViTLike'),
         S=3),
     'BEiT relative bias, pooled': case(zoo.BEIT, box=BOX),
@@ -71,7 +72,8 @@ CASES = {
     'PVT v2': case(zoo.PVT, S=3, size=(70, 70)),
     'PVT v2 box, stage 1 readout': case(dict(zoo.PVT, out_indices=(0, 1)),
         size=(64, 64), box=(5, 37, 11, 50)),
-    'PVT v1 (position embedding)': case(zoo.PVT_V1, size=(70, 70)),
+    'PVT v1 (position embedding)': case(dict(zoo.PVT, pretrain_img_size=64,
+        type='mmdet.PyramidVisionTransformer'), size=(70, 70)),
     'SL-ViT cls, box': case(zoo.SL_VIT, box=(5, 23, 3, 18)),
     'SL-ViT pooled, corner padding': case(dict(zoo.SL_VIT,
         out_type='avg_featmap'), S=3, size=(30, 27)),
@@ -212,11 +214,12 @@ def distilled_training(mp):
 TIMM_SWIN = dict(img_size=32, embed_dim=16, depths=(1, 1), num_heads=(1, 2),
                  model_name='swin_tiny_patch4_window7_224')
 BAD = {  # name: (backbone, call's changes, error, match)
-    'pixel weights sum to 2': (zoo.VIT, dict(pw=2.), ValueError, 'sum to 1'),
-    'pixel weights of another size': (zoo.VIT, dict(pw=slice(16)),
-                                      ValueError, 'height/width'),
-    'targets of one source': (zoo.VIT, dict(targets=1), ValueError,
-                              r'targets must be \(B, S, C\)'),
+    'pixel weights sum to 2': (zoo.VIT, dict(pw=lambda pw: 2 * pw),
+                               ValueError, 'sum to 1'),
+    'pixel weights of another size': (zoo.VIT, dict(
+        pw=lambda pw: pw[..., :16]), ValueError, 'height/width'),
+    'targets of one source': (zoo.VIT, dict(targets=lambda t: t[:, :1]),
+                              ValueError, r'targets must be \(B, S, C\)'),
     'area_share of 3 sources': (zoo.VIT, dict(area_share=torch.full(
         (2, 3), 1 / 3)), ValueError, r'area_share must be \(B, S\)'),
     'area_share summing to 2': (zoo.VIT, dict(area_share=torch.ones(2, 2)),
@@ -274,10 +277,8 @@ def test_bad_input_is_a_clear_error(name, monkeypatch):
     cfg, changes, error, match = BAD[name]
     images, pw, targets = random_mix(2, 2, 32, 32)
     changes = dict(changes)
-    pw = pw * changes.pop('pw') if isinstance(changes.get('pw'), float) \
-        else pw[..., :changes.pop('pw').stop] if 'pw' in changes else pw
-    targets = targets[:, :changes.pop('targets')] if 'targets' in changes \
-        else targets
+    pw = changes.pop('pw', lambda pw: pw)(pw)
+    targets = changes.pop('targets', lambda t: t)(targets)
     with pytest.raises(error, match=match):  # at build or at the call
         model = cfg(monkeypatch) if callable(cfg) else build(cfg)
         align_labels(model, images, pw, targets, **changes)

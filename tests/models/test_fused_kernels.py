@@ -38,15 +38,10 @@ def sdpa_path(monkeypatch):
 
 
 @pytest.fixture(params=['cpu', CUDA])
-def device(request):
-    if request.param == 'cpu':
-        yield 'cpu'
-        return
+def device(request, monkeypatch):
     # TF32 convolutions would round the patch embedding at 1e-3.
-    before = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = False
-    yield 'cuda'
-    torch.backends.cudnn.allow_tf32 = before
+    monkeypatch.setattr(torch.backends.cudnn, 'allow_tf32', False)
+    return request.param
 
 
 @pytest.mark.parametrize('name', ['ViT', 'DeiT-S 224', 'Swin'])

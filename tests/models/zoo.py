@@ -29,8 +29,6 @@ SWIN_V2 = dict(SWIN, type='SwinTransformerV2', window_size=4,
 PVT = dict(type='mmdet.PyramidVisionTransformerV2', embed_dims=8,
            num_layers=[2, 1, 1, 1], num_heads=[1, 2, 2, 4],
            mlp_ratios=[2, 2, 2, 2], out_indices=(3, ), drop_path_rate=0.)
-PVT_V1 = dict(PVT, type='mmdet.PyramidVisionTransformer',
-              pretrain_img_size=64)
 SL_VIT = dict(type='SLViT', img_size=32, patch_size=4,
               arch=dict(embed_dims=24, num_layers=3, num_heads=3,
                         feedforward_channels=48))
@@ -40,7 +38,6 @@ SL_SWIN = dict(type='SLSwin', img_size=32, drop_path_rate=0.,
 TIMM = dict(type='PooledTIMMBackbone', model_name='deit_tiny_patch16_224',
             img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
             drop_path_rate=0.1)  # drop-path modules, not Identity
-DEIT3 = dict(VIT, type='DeiT3', arch=dict(VIT['arch'], num_layers=2))
 
 
 @MODELS.register_module(force=True)
