@@ -364,9 +364,8 @@ def dense_labels(model, calls, pixel_weights, targets, area_share=None,
         return final, history
     # ViT-like: extra (prefix) tokens start at the area label
     Y = embed_labels(inner.patch_embed, pix)
-    prefix = getattr(inner, 'num_prefix_tokens', None)
-    if prefix is None:
-        prefix = inner.num_extra_tokens
+    prefix = getattr(inner, 'num_prefix_tokens', None) or getattr(
+        inner, 'num_extra_tokens', 0)
     if area_share is None:
         area_share = pixel_weights.mean((2, 3))
     area = torch.einsum('bs,bsc->bc', area_share.double(), targets.double())
