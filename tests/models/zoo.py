@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn as nn
 from mmcv.cnn.bricks.transformer import PatchEmbed
-from mmengine.model import BaseModule, ModuleList
+from mmengine.model import BaseModule, Sequential
 from mmpretrain.models.backbones.vision_transformer import (
     TransformerEncoderLayer,
 )
@@ -55,16 +55,14 @@ class TinyViTLike(BaseModule):
         self.patch_embed = PatchEmbed(in_channels=3, embed_dims=embed_dims,
                                       kernel_size=patch, stride=patch)
         self.cls_token = nn.Parameter(torch.randn(1, 1, embed_dims))
-        self.layers = ModuleList([
+        self.layers = Sequential(*(
             TransformerEncoderLayer(embed_dims, num_heads, 2 * embed_dims)
-            for _ in range(num_layers)])
+            for _ in range(num_layers)))
 
     def forward(self, x):
         x, _ = self.patch_embed(x)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1)
-        for layer in self.layers:
-            x = layer(x)
-        return (x[:, 0], )
+        return (self.layers(x)[:, 0], )
 
 
 def randomise(model, seed=0, sharpen=4.0):
