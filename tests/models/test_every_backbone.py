@@ -93,19 +93,16 @@ def attention_branch_keeps(backbone, events):
             if isinstance(m, ATTENTIONS) or 'DropPath' in type(m).__name__]
 
 
-VIT_DROP_PATHS = {
-    'ViT, torch.bernoulli drop-path': lambda vit: [
-        setattr(layer.attn, 'out_drop', BernoulliDropPath())
-        for layer in vit.layers],
-}
+BERNOULLI = 'ViT, torch.bernoulli drop-path'
 
 
 @pytest.mark.parametrize('name,follow', [
-    (name, True) for name in NAMES + list(VIT_DROP_PATHS)] + [
+    (name, True) for name in NAMES + [BERNOULLI]] + [
     (name, False) for name in NAMES[:1] + NAMES[6:7]])  # ViT, Swin V2
 def test_training_labels_follow_the_forward_that_ran(name, follow):
     backbone, side = build(name if name in NAMES else NAMES[0])
-    VIT_DROP_PATHS.get(name, lambda b: None)(backbone)
+    for layer in backbone.layers if name == BERNOULLI else []:
+        layer.attn.out_drop = BernoulliDropPath()
     with_dropouts(backbone).train()
     images, pw, targets = random_mix(6, 2, side, side)
 
