@@ -287,25 +287,27 @@ def dense_reference(model, images, pixel_weights, targets, area_share=None,
 
 
 def dense_labels(model, calls, pixel_weights, targets, area_share=None,
-                 align_layers=None, residual_norm=True, keeps=None,
+                 align_layers='all', residual_norm=True, keeps=None,
                  check=True):
     """Labels before the first and after every block, and the final label,
     from the captured attention ``calls`` of one forward of ``model``.
 
-    ``align_layers``: the blocks that align (None: all); ``keeps[i]``:
+    ``align_layers``: the blocks that align (``'all'``, ``'last'`` or
+    indices, negative from the end); ``keeps[i]``:
     ``(B,)`` bool, the samples whose attention branch drop-path kept in
     block ``i`` (the others keep their labels); ``check``: compare each
     hand attention's output with the module's (eval forwards only)."""
     inner = getattr(model, 'timm_model', model)
     pix = pixel_labels(pixel_weights, targets)
     history, final, n = [], None, len(calls)
+    layers = None if align_layers == 'all' else [-1] if \
+        align_layers == 'last' else align_layers
     verify = _check if check else lambda *args: None
 
     def step(Y, AY, renormalise=False):
         """Block ``len(history) - 1``'s update of ``Y``, recorded."""
         i, new = len(history) - 1, Y
-        if align_layers is None or i in align_layers or \
-                i - n in align_layers:
+        if layers is None or i in layers or i - n in layers:
             new = _update(Y, AY, residual_norm, renormalise)
             if keeps is not None and keeps[i] is not None:
                 new = torch.where(keeps[i].view(-1, 1, 1), new, Y)

@@ -116,16 +116,6 @@ def build(cfg, seed=0):
     return zoo.build(cfg, seed, fused=cfg.pop('fused', None))
 
 
-def reference(model, images, pw, targets, options=None):
-    """The dense reference of an eval forward with ``options``."""
-    options = options or {}
-    layers = options.get('align_layers', 'all')
-    return dense_reference(
-        model, images, pw, targets, area_share=options.get('area_share'),
-        align_layers=None if layers == 'all' else [-1] if layers == 'last'
-        else layers, residual_norm=options.get('residual_norm', True))
-
-
 def assert_history_close(history, reference, targets, atol=1e-5):
     """float32 labels against float64 ones: 1e-5 on values of at most 1,
     room for ~100 float32 ulps of rounding over the blocks' sums; a wrong
@@ -142,7 +132,7 @@ def test_matches_dense_reference(name):
     images, pw, targets = random_mix(2, S, H, W, box=box)
     aligned = aligned_forward(model, images, pw, keep_history=True,
                               **options)
-    ref, ref_history = reference(model, images, pw, targets, options)
+    ref, ref_history = dense_reference(model, images, pw, targets, **options)
     assert_history_close(aligned.history, ref_history, targets)
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
     # the public entry point is the same computation
@@ -158,7 +148,7 @@ def test_matches_dense_reference(name):
     area = in_classes(pw.mean((2, 3)), targets)
     assert (ref - area).abs().max() > 1e-4
     if options:  # the option changed the labels
-        full, _ = reference(model, images, pw, targets)
+        full, _ = dense_reference(model, images, pw, targets)
         assert (ref - full).abs().max() > 1e-3
 
 
@@ -171,14 +161,14 @@ def test_padding_rule_and_lsa_mask_are_what_is_tested(name, monkeypatch):
     cfg, S, (H, W), box, _ = CASES[name]
     model = build(cfg)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    _, ours = reference(model, images, pw, targets)
+    _, ours = dense_reference(model, images, pw, targets)
     monkeypatch.setattr(dense, '_update', lambda Y, AY, r, n=False:
                         (Y + AY) / 2)
     for layer in getattr(model, 'layers', []):  # (SL-ViT: unpadded)
         layer.attn.diagonal_masking = False
         with torch.no_grad():
             layer.attn.scale.fill_(layer.attn.head_dims**-0.5)
-    _, other = reference(model, images, pw, targets)
+    _, other = dense_reference(model, images, pw, targets)
     assert max((a - b).abs().max() for a, b in zip(ours, other)) > 1e-3
 
 

@@ -19,7 +19,8 @@ from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
 from . import zoo
-from .test_alignment import assert_history_close, reference
+from .dense import dense_reference
+from .test_alignment import assert_history_close
 from .test_tlalign_classifier import build, mixed_batch, model_cfg
 from .zoo import assert_distributions, random_mix
 
@@ -60,7 +61,7 @@ def test_fused_kernel_matches_dense_reference(name, device):
     model = zoo.build(cfg)
     images, pw, targets = random_mix(2, 3 if box is None else 2, side, side,
                                      box=box)
-    ref, ref_history = reference(model, images, pw, targets)
+    ref, ref_history = dense_reference(model, images, pw, targets)
     with sdpa_kernel(FUSED):
         labels, history = align_labels(
             copy.deepcopy(model).to(device), *(t.to(device) for t in (
