@@ -10,7 +10,7 @@ from tlalign_mm.models import aligned_forward
 
 from . import zoo
 from .dense import dense_reference
-from .zoo import in_classes, random_mix
+from .zoo import build, in_classes, random_mix
 
 V2 = zoo.SWIN_V2
 BOX = (3, 21, 5, 30)
@@ -109,11 +109,6 @@ CASES = {
         block_fn=timm.models.vision_transformer.ResPostBlock, fused=False),
         S=3),
 }
-
-
-def build(cfg, seed=0):
-    cfg = dict(cfg)
-    return zoo.build(cfg, seed, fused=cfg.pop('fused', None))
 
 
 def assert_history_close(history, reference, targets, atol=1e-5):

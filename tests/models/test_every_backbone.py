@@ -35,7 +35,6 @@ from tlalign_mm.models.families import FAMILIES
 from . import zoo
 from .dense import ATTENTIONS, attention_calls, dense_labels
 from .test_alignment import CASES, assert_history_close
-from .test_alignment import build as build_case
 from .zoo import assert_distributions, random_mix
 
 # One row of test_alignment's table per family and readout.
@@ -52,7 +51,7 @@ NAMES = ['ViT cls, box', 'ViT pooled, no cls, not a multiple of the patch',
 
 def build(name, seed=0):
     cfg, _, size, _, _ = CASES[name]
-    return build_case(cfg, seed), size[0]
+    return zoo.build(cfg, seed), size[0]
 
 
 class BernoulliDropPath(nn.Module):

@@ -96,12 +96,14 @@ def randomise(model, seed=0, sharpen=4.0):
     return model
 
 
-def build(cfg, seed=0, fused=None, **kwargs):
+def build(cfg, seed=0):
     """A randomised backbone in eval mode (mmpretrain backbones'
-    ``train()`` returns None: no chaining). ``fused``: timm's attention
-    path."""
+    ``train()`` returns None: no chaining). ``cfg['fused']``, if given:
+    timm's attention path."""
+    cfg = dict(cfg)
+    fused = cfg.pop('fused', None)
     torch.manual_seed(seed)
-    model = MODELS.build(dict(cfg, **kwargs))
+    model = MODELS.build(cfg)
     randomise(model, seed)
     if fused is not None:
         for block in model.timm_model.blocks:
