@@ -92,9 +92,7 @@ def test_loss_uses_the_aligned_label(batch_size, align_cfg):
 
 
 def test_predict_and_checkpoints_are_image_classifiers():
-    torch.manual_seed(0)
-    ours = MODELS.build(model_cfg())
-    ours.init_weights()
+    ours = build()
     plain = MODELS.build(model_cfg(type='ImageClassifier', aug='CutMix'))
     plain.load_state_dict(ours.state_dict(), strict=True)
     ours.eval()
