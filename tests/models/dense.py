@@ -6,10 +6,11 @@ forward (captured by a hook) and the module's weights; the attention output
 that matrix implies is checked against the module's own output, so it is the
 model's attention. Labels are ``(B, N, C)`` class vectors moved block by
 block by ``Y <- (Y + mean_h(A) Y_keys) / 2``; initial labels, merges, spatial
-reductions and SPT's five views are loops over positions. Swin windows are
-one dense attention over the whole padded map, built from coordinates, with
-the documented padding rule (padded keys carry zero labels; a real token's
-update is renormalised to sum 1). Shares no code with ``tlalign_mm``.
+reductions and SPT's five views are loops (or index arithmetic) over
+positions. Swin windows are one dense attention over the whole padded map,
+built from coordinates, with the documented padding rule (padded keys carry
+zero labels; a real token's update is renormalised to sum 1). Shares no
+code with ``tlalign_mm``.
 """
 import contextlib
 import math
@@ -74,53 +75,42 @@ def patch_means(grid, patch):
     return window_means(grid, (-(-H // patch), -(-W // patch)), patch, patch)
 
 
-def spt_reads(H, W, patch, shift):
-    """Every read an SPT token makes: at patch position ``(a, b)`` of token
-    ``(i, j)``, view ``v`` reads ``(i*p + a + dy_v, j*p + b + dx_v)``,
-    ``(dy, dx)`` in ``(0, 0), (-s, -s), (-s, s), (s, -s), (s, s)``; real only
-    where the patch position is in the map (not corner padding) and so is
-    the read (not shift padding). ``(a, b, v, rows, cols, valid)`` over the
-    ``(h, w)`` token grid."""
-    h, w = -(-H // patch), -(-W // patch)
-    i = torch.arange(h)[:, None].expand(h, w)
-    j = torch.arange(w)[None, :].expand(h, w)
-    s = shift
-    for a in range(patch):
-        for b in range(patch):
-            r0, c0 = i * patch + a, j * patch + b
-            for v, (dy, dx) in enumerate([(0, 0), (-s, -s), (-s, s),
-                                          (s, -s), (s, s)]):
-                r, c = r0 + dy, c0 + dx
-                valid = (r0 < H) & (c0 < W) & (r >= 0) & (r < H) & \
-                    (c >= 0) & (c < W)
-                yield a, b, v, r.clamp(0, H - 1), c.clamp(0, W - 1), valid
+def spt_reads(grid, patch, shift):
+    """Every read an SPT token makes of a ``(B, H, W, C)`` map: at patch
+    position ``(a, b)`` of token ``(i, j)``, view ``v`` reads ``(i*p + a +
+    dy_v, j*p + b + dx_v)``, ``(dy, dx)`` in ``(0, 0), (-s, -s), (-s, s),
+    (s, -s), (s, s)``; real only where the patch position is in the map
+    (not corner padding) and so is the read (not shift padding), else 0.
+    ``(B, h, w, a, b, v, C)`` reads and ``(h, w, a, b, v, 1)`` real."""
+    H, W = grid.shape[1:3]
+    h, w, p, s = -(-H // patch), -(-W // patch), patch, shift
+    r0 = torch.arange(h).view(h, 1, 1, 1, 1) * p + torch.arange(p).view(
+        1, 1, p, 1, 1)
+    c0 = torch.arange(w).view(1, w, 1, 1, 1) * p + torch.arange(p).view(
+        1, 1, 1, p, 1)
+    r = r0 + torch.tensor([0, -s, -s, s, s]).view(1, 1, 1, 1, 5)
+    c = c0 + torch.tensor([0, -s, s, -s, s]).view(1, 1, 1, 1, 5)
+    real = (r0 < H) & (c0 < W) & (r >= 0) & (r < H) & (c >= 0) & (c < W)
+    real = real[..., None].double()
+    return grid[:, r.clamp(0, H - 1), c.clamp(0, W - 1)].double() * real, real
 
 
 def spt_labels(grid, patch, shift):
     """(B, H, W, C) -> (B, h*w, C): mean over every real read of the five
     views."""
-    B, H, W, C = grid.shape
-    h, w = -(-H // patch), -(-W // patch)
-    total = torch.zeros(B, h, w, C, dtype=torch.double)
-    count = torch.zeros(h, w, 1, dtype=torch.double)
-    for _, _, _, r, c, valid in spt_reads(H, W, patch, shift):
-        total += grid[:, r, c].double() * valid[..., None]
-        count += valid[..., None]
-    return (total / count).reshape(B, h * w, C)
+    reads, real = spt_reads(grid, patch, shift)
+    B, h, w = reads.shape[:3]
+    return (reads.sum((3, 4, 5)) / real.sum((2, 3, 4))).reshape(B, h * w, -1)
 
 
 def spt_tokens(spt, x):
     """SPT of a map ``(B, C, H, W)`` from the definition: token feature
     ``(a, b, view, channel)`` is its read (0 where not real), then the
     module's LayerNorm and Linear weights."""
-    x = x.double()
-    B, C, H, W = x.shape
-    p, s = spt.patch_size[0], spt.shift_size[0]
-    h, w = -(-H // p), -(-W // p)
-    feats = torch.zeros(B, h, w, p, p, 5, C, dtype=torch.double)
-    for a, b, v, r, c, valid in spt_reads(H, W, p, s):
-        feats[:, :, :, a, b, v] = (x[:, :, r, c] * valid).permute(0, 2, 3, 1)
-    return lin(spt.reduction, norm(spt.norm, feats.reshape(B, h * w, -1))), (
+    reads, _ = spt_reads(x.permute(0, 2, 3, 1), spt.patch_size[0],
+                         spt.shift_size[0])
+    B, h, w = reads.shape[:3]
+    return lin(spt.reduction, norm(spt.norm, reads.reshape(B, h * w, -1))), (
         h, w)
 
 
@@ -138,52 +128,66 @@ def norm(m, x):
 
 
 def embed_labels(pe, grid):
-    """The labels of the tokens an embedding (mmcv PatchEmbed, timm's, or
-    SPT, as patch embedding or pooling) makes of a label map."""
+    """The labels of the tokens an embedding or a merge (mmcv PatchEmbed,
+    timm's, PatchMerging, or SPT, as patch embedding or pooling) makes of a
+    label map: means over its windows (SPT: over its five views' reads)."""
     if hasattr(pe, 'shift_size') and pe.label_views != 'centre':
         return spt_labels(grid, pe.patch_size[0], pe.shift_size[0])
-    conv = getattr(pe, 'projection', None) or getattr(pe, 'proj', None)
-    return patch_means(grid, (pe.patch_size[0] if conv is None else
-                              conv.kernel_size[0]))
-
-
-def _lsa(module, logits, n):
-    """LSA: per-head learned temperature, ``-inf`` on the diagonal."""
-    if hasattr(module, 'diagonal_masking') and module.diagonal_masking:
-        logits = logits.masked_fill(torch.eye(n, dtype=torch.bool),
-                                    float('-inf'))
-    return logits
+    window = getattr(pe, 'projection', None) or getattr(
+        pe, 'proj', None) or getattr(pe, 'sampler', None)
+    return patch_means(grid, (pe.patch_size[0] if window is None else
+                              window.kernel_size[0]))
 
 
 def _heads(t, B, heads):
     return t.reshape(B, t.shape[1], heads, -1).transpose(1, 2)
 
 
-def token_attention(module, args, kwargs):
-    """ViT-like attention (mmpretrain MHA/LSA, BEiT, timm) of ``args[0]``:
-    (A (B, H, N, N), the module's output by hand)."""
-    x = args[0].double()
-    B, N, _ = x.shape
-    m = module
+def _qkv(m, x, heads):
+    """q, k, v ``(B, heads, N, d)`` of ``m.qkv`` (and BEiT's or Swin V2's
+    separate q and v biases) of ``x`` in float64."""
     qkv = lin(m.qkv, x)
-    if getattr(m, 'q_bias', None) is not None:  # BEiT
+    if getattr(m, 'q_bias', None) is not None:
         qkv = qkv + torch.cat([m.q_bias, torch.zeros_like(m.v_bias),
                                m.v_bias]).double()
-    q, k, v = (_heads(t, B, m.num_heads) for t in qkv.chunk(3, -1))
-    if hasattr(m, 'q_norm'):  # timm
-        q, k = norm(m.q_norm, q), norm(m.k_norm, k)
+    return [_heads(t, x.shape[0], heads) for t in qkv.chunk(3, -1)]
+
+
+def _logits(m, q, k):
+    """``scale q.k``; LSA: a per-head learned temperature, ``-inf`` on the
+    diagonal."""
     scale = getattr(m, 'scale', q.shape[-1]**-0.5)
     if isinstance(scale, torch.Tensor):  # LSA's per-head temperature
         scale = scale.double().view(1, -1, 1, 1)
-    logits = _lsa(m, (q * scale) @ k.transpose(-2, -1), N)
+    logits = (q * scale) @ k.transpose(-2, -1)
+    if getattr(m, 'diagonal_masking', False):
+        logits = logits.masked_fill(torch.eye(logits.shape[-1],
+                                              dtype=torch.bool), float('-inf'))
+    return logits
+
+
+def _attend(logits, v):
+    """``A = softmax(logits)`` and ``A v`` with the heads concatenated."""
+    A = logits.softmax(-1)
+    return A, (A @ v).transpose(1, 2).flatten(2)
+
+
+def token_attention(module, args, kwargs):
+    """ViT-like attention (mmpretrain MHA/LSA, BEiT, timm) of ``args[0]``:
+    (A (B, H, N, N), the module's output by hand)."""
+    m, x = module, args[0].double()
+    N = x.shape[1]
+    q, k, v = _qkv(m, x, m.num_heads)
+    if hasattr(m, 'q_norm'):  # timm
+        q, k = norm(m.q_norm, q), norm(m.k_norm, k)
+    logits = _logits(m, q, k)
     table = getattr(m, 'relative_position_bias_table', None)
     if table is not None:  # BEiT's own table and index
         logits = logits + table.double()[m.relative_position_index.view(
             -1)].view(N, N, -1).permute(2, 0, 1)
     if kwargs.get('rel_pos_bias') is not None:  # BEiT's shared bias
         logits = logits + kwargs['rel_pos_bias'].double()
-    A = logits.softmax(-1)
-    out = (A @ v).transpose(1, 2).reshape(B, N, -1)
+    A, out = _attend(logits, v)
     out = lin(m.proj, norm(getattr(m, 'norm', None), out))
     if hasattr(getattr(m, 'gamma1', None), 'weight'):  # layer scale
         out = out * m.gamma1.weight.double()
@@ -203,18 +207,14 @@ def window_attention(module, x, hw):
     Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
     grid = x.new_zeros(B, Hp, Wp, C, dtype=torch.double)
     grid[:, :H, :W] = x.reshape(B, H, W, C).double()
-    tokens = grid.reshape(B, Hp * Wp, C)
     r, c = torch.arange(Hp).repeat_interleave(Wp), torch.arange(Wp).repeat(Hp)
     rs, cs = (r - shift) % Hp, (c - shift) % Wp  # after the cyclic shift
     window = (rs // ws) * (Wp // ws) + cs // ws
-    dy = (rs % ws)[:, None] - (rs % ws)[None]
-    dx = (cs % ws)[:, None] - (cs % ws)[None]
-    heads = w_msa.num_heads
-    Wq, Wk, Wv = w_msa.qkv.weight.double().chunk(3)
+    # relative offsets within a window, from 0
+    dy = (rs % ws)[:, None] - (rs % ws)[None] + ws - 1
+    dx = (cs % ws)[:, None] - (cs % ws)[None] + ws - 1
+    q, k, v = _qkv(w_msa, grid.reshape(B, Hp * Wp, C), w_msa.num_heads)
     if hasattr(w_msa, 'cpb_mlp'):  # Swin V2 (Liu et al. 2022, Sec. 3.2)
-        q = _heads(tokens @ Wq.T + w_msa.q_bias.double(), B, heads)
-        k = _heads(tokens @ Wk.T, B, heads)
-        v = _heads(tokens @ Wv.T + w_msa.v_bias.double(), B, heads)
         q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         scale = w_msa.logit_scale.double().clamp(max=math.log(100)).exp()
@@ -223,19 +223,12 @@ def window_attention(module, x, hw):
         mlp = w_msa.cpb_mlp
         table = 16 * torch.sigmoid(lin(mlp[2], torch.relu(lin(mlp[0],
                                                               coords))))
-        bias = table[dy + ws - 1, dx + ws - 1].permute(2, 0, 1)
-        logits = q @ k.transpose(-2, -1) * scale
-    else:
-        bq, bk, bv = w_msa.qkv.bias.double().chunk(3)
-        q, k, v = (_heads(tokens @ Wt.T + bt, B, heads)
-                   for Wt, bt in ((Wq, bq), (Wk, bk), (Wv, bv)))
-        scale = w_msa.scale if not isinstance(w_msa.scale, torch.Tensor) \
-            else w_msa.scale.double().view(1, -1, 1, 1)
-        logits = _lsa(w_msa, (q * scale) @ k.transpose(-2, -1), len(r))
-        index = (dy + ws - 1) * (2 * ws - 1) + dx + ws - 1
-        bias = w_msa.relative_position_bias_table.double()[index].permute(
+        logits = q @ k.transpose(-2, -1) * scale + table[dy, dx].permute(
             2, 0, 1)
-    logits = logits + bias
+    else:
+        table = w_msa.relative_position_bias_table.double()
+        logits = _logits(w_msa, q, k) + table[dy * (2 * ws - 1) + dx].permute(
+            2, 0, 1)
     if shift > 0:  # mmpretrain's mask: -100 across shift regions
         def region(z, size):
             return (z >= size - ws).long() + (z >= size - shift).long()
@@ -243,10 +236,9 @@ def window_attention(module, x, hw):
         logits = logits - 100. * (reg[:, None] != reg[None]).double()
     logits = logits.masked_fill(window[:, None] != window[None],
                                 float('-inf'))
-    A = logits.softmax(-1)
-    out = lin(w_msa.proj, (A @ v).transpose(1, 2).reshape(B, -1, C))
+    A, out = _attend(logits, v)
     real = (r < H) & (c < W)
-    return A, out[:, real], real
+    return A, lin(w_msa.proj, out)[:, real], real
 
 
 def sr_attention(module, x, hw):
@@ -267,8 +259,8 @@ def sr_attention(module, x, hw):
     bq, bk, bv = mha.in_proj_bias.double().chunk(3)
     q, k, v = (_heads(t @ Wt.T + bt, B, mha.num_heads) for t, Wt, bt in (
         (x, Wq, bq), (x_kv, Wk, bk), (x_kv, Wv, bv)))
-    A = (q @ k.transpose(-2, -1) / q.shape[-1]**0.5).softmax(-1)
-    return A, lin(mha.out_proj, (A @ v).transpose(1, 2).reshape(B, N, C))
+    A, out = _attend(_logits(mha, q, k), v)
+    return A, lin(mha.out_proj, out)
 
 
 def _update(Y, AY, residual_norm, renormalise=False):
@@ -295,57 +287,53 @@ def dense_reference(model, images, pixel_weights, targets, area_share=None,
 
 
 def dense_labels(model, calls, pixel_weights, targets, area_share=None,
-                 align_layers=None, residual_norm=True, keeps=None,
+                 align_layers='all', residual_norm=True, keeps=None,
                  check=True):
     """Labels before the first and after every block, and the final label,
     from the captured attention ``calls`` of one forward of ``model``.
 
-    ``align_layers``: the blocks that align (None: all); ``keeps[i]``:
+    ``align_layers``: the blocks that align (``'all'``, ``'last'`` or
+    indices, negative from the end); ``keeps[i]``:
     ``(B,)`` bool, the samples whose attention branch drop-path kept in
     block ``i`` (the others keep their labels); ``check``: compare each
     hand attention's output with the module's (eval forwards only)."""
     inner = getattr(model, 'timm_model', model)
     pix = pixel_labels(pixel_weights, targets)
-    history, final = [], None
-    n = len(calls)
+    history, final, n = [], None, len(calls)
+    layers = None if align_layers == 'all' else [-1] if \
+        align_layers == 'last' else align_layers
+    verify = _check if check else lambda *args: None
 
-    def step(i, Y, AY, renormalise=False):
-        if align_layers is not None and i not in align_layers and \
-                i - n not in align_layers:
-            return Y
-        new = _update(Y, AY, residual_norm, renormalise)
-        if keeps is not None and keeps[i] is not None:
-            new = torch.where(keeps[i].view(-1, 1, 1), new, Y)
+    def step(Y, AY, renormalise=False):
+        """Block ``len(history) - 1``'s update of ``Y``, recorded."""
+        i, new = len(history) - 1, Y
+        if layers is None or i in layers or i - n in layers:
+            new = _update(Y, AY, residual_norm, renormalise)
+            if keeps is not None and keeps[i] is not None:
+                new = torch.where(keeps[i].view(-1, 1, 1), new, Y)
+        history.append(new)
         return new
 
     if hasattr(model, 'stages'):  # Swin, Swin V2, SL-Swin
+        def merge(ds, Y, hw):  # patch merging or SPT pooling
+            return embed_labels(ds, Y.reshape(Y.shape[0], *hw, -1))
+
         Y = embed_labels(model.patch_embed, pix)
         history.append(Y)
-        hw = calls[0][1][1]
+        hw, it = calls[0][1][1], iter(calls)
         v2 = type(model).__name__ == 'SwinTransformerV2'
         after = getattr(model, 'out_after_downsample', False)
-        i = 0
-
-        def merge(ds, Y, hw):
-            grid = Y.reshape(Y.shape[0], *hw, -1)
-            if hasattr(ds, 'shift_size'):  # SPT pooling
-                return embed_labels(ds, grid)
-            return patch_means(grid, 2)
-
         for s, stage in enumerate(model.stages):
             if v2 and stage.downsample is not None:
                 Y = merge(stage.downsample, Y, hw)
             for _ in stage.blocks:
-                module, args, _, out = calls[i]
+                module, args, _, out = next(it)
                 hw = tuple(args[1])
                 A, dense_out, real = window_attention(module, args[0], hw)
-                if check:
-                    _check(out, dense_out)
-                Yp = Y.new_zeros(Y.shape[0], A.shape[-1], Y.shape[-1])
-                Yp[:, real] = Y
-                Y = step(i, Y, (A.mean(1) @ Yp)[:, real], renormalise=True)
-                history.append(Y)
-                i += 1
+                verify(out, dense_out)
+                # padded keys carry no label: only the real ones count
+                Y = step(Y, A.mean(1)[:, real][..., real] @ Y,
+                         renormalise=True)
             ds = None if v2 else stage.downsample
             if ds is not None and after:
                 Y = merge(ds, Y, hw)
@@ -368,33 +356,27 @@ def dense_labels(model, calls, pixel_weights, targets, area_share=None,
                     continue
                 module, args, kwargs, out = next(it)
                 A, dense_out = sr_attention(module, args[0], hw)
-                if check:
-                    _check(out - kwargs['identity'], dense_out,
-                           out.abs().max())
+                verify(out - kwargs['identity'], dense_out, out.abs().max())
                 Y_kv = Y if module.sr_ratio == 1 else conv_means(
                     Y.reshape(-1, *hw, Y.shape[-1]), module.sr)[0]
-                Y = step(len(history) - 1, Y, A.mean(1) @ Y_kv)
-                history.append(Y)
+                Y = step(Y, A.mean(1) @ Y_kv)
             grid = Y.reshape(-1, *hw, Y.shape[-1])
             if s in model.out_indices:
                 final = Y.mean(1)
         return final, history
     # ViT-like: extra (prefix) tokens start at the area label
     Y = embed_labels(inner.patch_embed, pix)
-    prefix = getattr(inner, 'num_prefix_tokens', None)
-    if prefix is None:
-        prefix = inner.num_extra_tokens
+    prefix = getattr(inner, 'num_prefix_tokens', None) or getattr(
+        inner, 'num_extra_tokens', 0)
     if area_share is None:
         area_share = pixel_weights.mean((2, 3))
     area = torch.einsum('bs,bsc->bc', area_share.double(), targets.double())
     Y = torch.cat([area[:, None].expand(-1, prefix, -1), Y], 1)
     history.append(Y)
-    for i, (module, args, kwargs, out) in enumerate(calls):
+    for module, args, kwargs, out in calls:
         A, dense_out = token_attention(module, args, kwargs)
-        if check:
-            _check(out, dense_out)
-        Y = step(i, Y, A.mean(1) @ Y)
-        history.append(Y)
+        verify(out, dense_out)
+        Y = step(Y, A.mean(1) @ Y)
     pool = getattr(inner, 'out_type', None) or inner.global_pool
     if getattr(inner, 'dist_token', None) is not None and hasattr(
             inner, 'global_pool'):  # timm's distilled head

@@ -11,11 +11,10 @@ the rates as Python floats, where any remaining break is the recording's.
 """
 import pytest
 import torch
-from mmpretrain.registry import MODELS
-from mmpretrain.structures import DataSample
 
-import tlalign_mm  # noqa: F401
-
+from . import zoo
+from .test_tlalign_classifier import build as build_classifier
+from .test_tlalign_classifier import mixed_batch
 from .zoo import head_samples
 
 # DeiT-S's and Swin-T's paths, narrowed: heads of 64 (the SDPA path of
@@ -23,47 +22,31 @@ from .zoo import head_samples
 # windows, no padded window, as in training).
 SMALL = {
     'deit': dict(
-        backbone=dict(type='VisionTransformer',
-                      arch=dict(embed_dims=128, num_layers=2, num_heads=2,
-                                feedforward_channels=128),
-                      img_size=32, patch_size=8, drop_path_rate=0.1),
-        head=dict(type='VisionTransformerClsHead', num_classes=10,
-                  in_channels=128),
+        backbone=dict(zoo.VIT, drop_path_rate=0.1, arch=dict(
+            embed_dims=128, num_layers=2, num_heads=2,
+            feedforward_channels=128)),
+        head=dict(type='VisionTransformerClsHead', in_channels=128),
         side=32),
     'swin': dict(
-        backbone=dict(type='SwinTransformer',
-                      arch=dict(embed_dims=16, depths=[2, 1],
-                                num_heads=[1, 2]),
-                      img_size=56, drop_path_rate=0.1, out_indices=(1, )),
+        backbone=dict(zoo.SWIN, img_size=56, drop_path_rate=0.1, arch=dict(
+            embed_dims=16, depths=[2, 1], num_heads=[1, 2])),
         neck=dict(type='GlobalAveragePooling'),
-        head=dict(type='LinearClsHead', num_classes=10, in_channels=32),
+        head=dict(type='LinearClsHead', in_channels=32),
         side=56),
 }
 
 
-def build(kind, float_drop_rates=True):
+def build(kind):
+    """A training model whose drop-path rates are Python floats, and its
+    CutMix batch (with the list the head's samples go to)."""
     spec = dict(SMALL[kind])
     side = spec.pop('side')
-    torch.manual_seed(0)
-    model = MODELS.build(
-        dict(type='TLAlignClassifier',
-             data_preprocessor=dict(
-                 num_classes=10,
-                 batch_augments=dict(
-                     augments=[dict(type='TLCutMix', alpha=1.0)])),
-             **spec))
-    if float_drop_rates:
-        for module in model.modules():
-            if hasattr(module, 'drop_prob'):
-                module.drop_prob = float(module.drop_prob)
-    model.train()
-    g = torch.Generator().manual_seed(0)
-    data = dict(
-        inputs=[torch.randint(0, 256, (3, side, side), dtype=torch.uint8,
-                              generator=g) for _ in range(4)],
-        data_samples=[DataSample().set_gt_label(i) for i in range(4)])
-    torch.manual_seed(1)
-    batch = model.data_preprocessor(data, training=True)
+    model = build_classifier(num_classes=10, **spec)
+    model.backbone.train()  # drop-path on
+    for module in model.modules():
+        if hasattr(module, 'drop_prob'):
+            module.drop_prob = float(module.drop_prob)
+    batch = mixed_batch(model, side=side)
     return model, dict(batch, targets=head_samples(model))
 
 

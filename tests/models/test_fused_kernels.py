@@ -11,18 +11,17 @@ the labels are checked against the dense references.
 """
 import copy
 
-import numpy as np
 import pytest
 import torch
-from mmpretrain.registry import MODELS
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
 from . import zoo
-from .test_alignment import assert_history_close, reference
-from .test_tlalign_classifier import ARCH, fake_batch, model_cfg
+from .dense import dense_reference
+from .test_alignment import assert_history_close
+from .test_tlalign_classifier import build, mixed_batch, model_cfg
 from .zoo import assert_distributions, random_mix
 
 FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
@@ -40,15 +39,10 @@ def sdpa_path(monkeypatch):
 
 
 @pytest.fixture(params=['cpu', CUDA])
-def device(request):
-    if request.param == 'cpu':
-        yield 'cpu'
-        return
+def device(request, monkeypatch):
     # TF32 convolutions would round the patch embedding at 1e-3.
-    before = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = False
-    yield 'cuda'
-    torch.backends.cudnn.allow_tf32 = before
+    monkeypatch.setattr(torch.backends.cudnn, 'allow_tf32', False)
+    return request.param
 
 
 @pytest.mark.parametrize('name', ['ViT', 'DeiT-S 224', 'Swin'])
@@ -67,7 +61,7 @@ def test_fused_kernel_matches_dense_reference(name, device):
     model = zoo.build(cfg)
     images, pw, targets = random_mix(2, 3 if box is None else 2, side, side,
                                      box=box)
-    ref, ref_history = reference(model, images, pw, targets)
+    ref, ref_history = dense_reference(model, images, pw, targets)
     with sdpa_kernel(FUSED):
         labels, history = align_labels(
             copy.deepcopy(model).to(device), *(t.to(device) for t in (
@@ -88,16 +82,10 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
         kernel = triton_labels.mean_head_labels
         monkeypatch.setattr(triton_labels, 'mean_head_labels',
                             lambda *a: calls.append(1) or kernel(*a))
-    torch.manual_seed(0)
-    model = MODELS.build(model_cfg(backbone=dict(
-        type='VisionTransformer', arch=ARCH, img_size=32, patch_size=8,
-        drop_path_rate=0.1))).to(device)
-    model.init_weights()
-    model.train()
-    np.random.seed(1)
-    data = fake_batch(4)
-    data['inputs'] = [x.to(device) for x in data['inputs']]
-    batch = model.data_preprocessor(data, training=True)
+    model = build(backbone=dict(model_cfg()['backbone'],
+                                drop_path_rate=0.1)).to(device)
+    model.backbone.train()  # drop-path on
+    batch = mixed_batch(model)  # (the preprocessor moves it to the device)
     with sdpa_kernel(FUSED), torch.autocast(device, dtype=torch.bfloat16):
         losses = model(**batch, mode='loss')
         aligned = aligned_forward(

@@ -11,7 +11,6 @@ mmpretrain computes it (see :func:`geometric_grid`).
 import importlib
 
 import numpy as np
-import pytest
 import torch
 from mmpretrain.models.backbones import SwinTransformer
 from scipy.interpolate import CubicSpline
@@ -54,38 +53,6 @@ def not_a_knot_2d(x, y, z, xq, yq) -> np.ndarray:
     yq = np.clip(yq, y[0], y[-1])
     along_x = CubicSpline(x, z, axis=1, bc_type='not-a-knot')(xq)
     return CubicSpline(y, along_x, axis=0, bc_type='not-a-knot')(yq)
-
-
-def test_interp2d_cubic_reproduces_a_bicubic_polynomial():
-    # A polynomial of degree <= 3 in each variable is its own interpolating
-    # bicubic spline: exact inside, edge value (clamped) outside.
-    def f(x, y):
-        return 1 + 2 * x - 0.5 * x**2 * y + 0.25 * y**3 + 0.1 * x**3 * y**3
-
-    x = np.array([-3.0, -1.7, -0.4, 0.0, 0.9, 2.2, 3.1])
-    y = np.array([-2.0, -1.1, 0.3, 1.0, 2.5])
-    z = f(x[None, :], y[:, None])
-    spline = resize.interp2d_cubic(x, y, z)
-    xq = np.array([-2.5, 0.05, 1.3, 3.0])
-    yq = np.array([-1.9, 0.7, 2.4])
-    # float64 values of order 1: 1e-10 is ~10^6 ulp, far below any error of
-    # a wrong spline (off by 1e-2 or more at these points)
-    np.testing.assert_allclose(spline(xq, yq), f(xq[None, :], yq[:, None]),
-                               rtol=0, atol=1e-10)
-    # outside the data: the value at the nearest edge
-    np.testing.assert_allclose(spline([5.0], [-4.0]), [[f(3.1, -2.0)]],
-                               rtol=0, atol=1e-10)
-    # interp2d sorts both the data and the query points
-    np.testing.assert_allclose(
-        resize.interp2d_cubic(x[::-1], y, z[:, ::-1])(xq[::-1], yq),
-        spline(xq, yq), rtol=0, atol=1e-12)
-
-
-def test_interp2d_cubic_rejects_a_bad_grid():
-    with pytest.raises(ValueError, match=r'shape \(len\(y\), len\(x\)\)'):
-        resize.interp2d_cubic(np.arange(5), np.arange(4), np.zeros((5, 4)))
-    with pytest.raises(ValueError, match='at least 4 points'):
-        resize.interp2d_cubic(np.arange(3), np.arange(4), np.zeros((4, 3)))
 
 
 def swin(window_size: int) -> SwinTransformer:
@@ -135,21 +102,6 @@ def test_window7_checkpoint_loads_into_window12():
             assert torch.equal(loaded[key], own_index[key])
         else:
             assert torch.equal(loaded[key], table), key
-    model.eval()  # mmpretrain's Swin.train() returns None: no chaining
-    with torch.no_grad():
-        out = model(torch.randn(1, 3, 96, 96))
-    assert out[0].shape == (1, 16, 12, 12) and torch.isfinite(out[0]).all()
-
-
-@pytest.mark.skipif(not resize.INTERP2D_REMOVED,
-                    reason='SciPy still has interp2d')
-def test_mmpretrain_alone_fails_on_this_scipy(monkeypatch):
-    from mmpretrain.models.backbones import swin_transformer
-    monkeypatch.setattr(swin_transformer,
-                        'resize_relative_position_bias_table',
-                        resize.MMPRETRAIN_RESIZE)
-    with pytest.raises(NotImplementedError, match='interp2d'):
-        swin(12).load_state_dict(window7_checkpoint(), strict=False)
 
 
 def test_install_rebinds_only_mmpretrains_resize(monkeypatch):

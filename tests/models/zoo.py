@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn as nn
 from mmcv.cnn.bricks.transformer import PatchEmbed
-from mmengine.model import BaseModule, ModuleList
+from mmengine.model import BaseModule, Sequential
 from mmpretrain.models.backbones.vision_transformer import (
     TransformerEncoderLayer,
 )
@@ -29,8 +29,6 @@ SWIN_V2 = dict(SWIN, type='SwinTransformerV2', window_size=4,
 PVT = dict(type='mmdet.PyramidVisionTransformerV2', embed_dims=8,
            num_layers=[2, 1, 1, 1], num_heads=[1, 2, 2, 4],
            mlp_ratios=[2, 2, 2, 2], out_indices=(3, ), drop_path_rate=0.)
-PVT_V1 = dict(PVT, type='mmdet.PyramidVisionTransformer',
-              pretrain_img_size=64)
 SL_VIT = dict(type='SLViT', img_size=32, patch_size=4,
               arch=dict(embed_dims=24, num_layers=3, num_heads=3,
                         feedforward_channels=48))
@@ -40,7 +38,6 @@ SL_SWIN = dict(type='SLSwin', img_size=32, drop_path_rate=0.,
 TIMM = dict(type='PooledTIMMBackbone', model_name='deit_tiny_patch16_224',
             img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
             drop_path_rate=0.1)  # drop-path modules, not Identity
-DEIT3 = dict(VIT, type='DeiT3', arch=dict(VIT['arch'], num_layers=2))
 
 
 @MODELS.register_module(force=True)
@@ -58,16 +55,14 @@ class TinyViTLike(BaseModule):
         self.patch_embed = PatchEmbed(in_channels=3, embed_dims=embed_dims,
                                       kernel_size=patch, stride=patch)
         self.cls_token = nn.Parameter(torch.randn(1, 1, embed_dims))
-        self.layers = ModuleList([
+        self.layers = Sequential(*(
             TransformerEncoderLayer(embed_dims, num_heads, 2 * embed_dims)
-            for _ in range(num_layers)])
+            for _ in range(num_layers)))
 
     def forward(self, x):
         x, _ = self.patch_embed(x)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1)
-        for layer in self.layers:
-            x = layer(x)
-        return (x[:, 0], )
+        return (self.layers(x)[:, 0], )
 
 
 def randomise(model, seed=0, sharpen=4.0):
@@ -101,12 +96,14 @@ def randomise(model, seed=0, sharpen=4.0):
     return model
 
 
-def build(cfg, seed=0, fused=None, **kwargs):
+def build(cfg, seed=0):
     """A randomised backbone in eval mode (mmpretrain backbones'
-    ``train()`` returns None: no chaining). ``fused``: timm's attention
-    path."""
+    ``train()`` returns None: no chaining). ``cfg['fused']``, if given:
+    timm's attention path."""
+    cfg = dict(cfg)
+    fused = cfg.pop('fused', None)
     torch.manual_seed(seed)
-    model = MODELS.build(dict(cfg, **kwargs))
+    model = MODELS.build(cfg)
     randomise(model, seed)
     if fused is not None:
         for block in model.timm_model.blocks:
@@ -171,10 +168,3 @@ def identity_attention(query, key, labels, bias=None, scale=None,
     monkeypatch it into :mod:`tlalign_mm.core.records`."""
     labels = labels.float()
     return labels, labels.sum(-1, keepdim=True) if with_mass else None
-
-
-class EyeSoftmax(nn.Softmax):
-    """Window attention that moves nothing: ``A = I`` in every window."""
-
-    def forward(self, x):
-        return torch.eye(x.shape[-1]).expand_as(x)
