@@ -152,15 +152,22 @@ class TLAlignClassifier(ImageClassifier):
                                       *self.align_cfg,
                                       recording=self.recording)
         feats = self.neck(aligned.feats) if self.with_neck else aligned.feats
-        # Fresh samples with what a head's loss reads, the label and the
-        # aligned target: the caller's keep the mixed one. (Not
-        # `sample.new()`: it deep-copies the metainfo, 1 ms a batch of 64.)
-        samples = [type(sample)(gt_label=sample.gt_label, gt_score=score)
-                   for sample, score in zip(data_samples,
-                                            aligned.expand(targets))]
+        # Fresh samples: the caller's keep the mixed target.
+        samples = [_with_target(sample, score) for sample, score in
+                   zip(data_samples, aligned.expand(targets))]
         losses = self.head.loss(feats, samples)
         losses.update(label_drift(aligned.weights, mix.area_share))
         return losses
+
+
+def _with_target(sample: DataSample, score: torch.Tensor) -> DataSample:
+    """A fresh sample with what a head's loss reads: ``score`` as its
+    ``gt_score`` and the sample's ``gt_label``, if it has one (not
+    ``sample.new()``: its metainfo deep copy costs 1 ms a batch of 64)."""
+    fresh = type(sample)(gt_score=score)
+    if 'gt_label' in sample:
+        fresh.gt_label = sample.gt_label
+    return fresh
 
 
 def _takes_patch_size(preprocessor_type) -> bool:
