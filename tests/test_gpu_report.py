@@ -105,6 +105,10 @@ def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
         ('deit-small', 'tlalign[explicit]', 0, True),
         ('deit-small', 'tlalign[sdpa]', 0, False)]
     assert records.head_mean_attention is before
+    qk, y = torch.randn(2, 1, 2, 3, 8), torch.rand(1, 3, 4)
+    with gpu_report.label_path('sdpa'):  # the arguments, handed on as given
+        assert torch.equal(records.head_mean_attention(*qk, y)[0],
+                           before(*qk, y, impl='sdpa')[0])
     # a model whose blocks compute their own softmax takes no path
     assert gpu_report.path_name(collections.Counter()) == 'softmax'
     # what was not started is listed, not left out
