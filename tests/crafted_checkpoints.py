@@ -18,12 +18,18 @@ import zipfile
 
 import numpy as np
 import torch
+from mmengine.config import Config
+from mmengine.hooks import Hook
 from mmengine.logging import HistoryBuffer
+from mmengine.model import BaseModule
+from mmengine.runner import CheckpointLoader, Runner, load_checkpoint
 from numpy._core.multiarray import _reconstruct
 
+from tests.engine.tiny_run import write_config, write_images
+from tests.tool_scripts import ROOT, load_tool
+
 MARKER = 'payload_ran.txt'  # every code-running payload creates it
-DEMO = osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))), 'configs',
-                'demo', 'vit-tiny-p4_1xb64-tlalign_digits.py')
+DEMO = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_1xb64-tlalign_digits.py')
 
 
 class _Reduce:
@@ -79,6 +85,9 @@ def files(marker):
         return dict(state_dict={'w': torch.ones(2)}, **fields)
 
     rng, state = rng_at(0)['rng'], 'resume_state is not a generator state'
+
+    def bad_rng(**part):  # a generator's state replaced by ``part``
+        return ckpt(resume_state=dict(rng=dict(rng, **part))), state
     code = f"model = dict(type='x')\n__import__('os').system('touch {marker}')"
     builtins = _Reduce(getattr, (getattr, '__self__'))  # exec via getattr
     run = _Reduce(torch._tensor._rebuild_from_type_v2, (_Reduce(getattr, (
@@ -123,12 +132,9 @@ def files(marker):
         'rng_position_625': (ckpt(resume_state=rng_at(625)), state),
         'rng_position_huge': (ckpt(resume_state=rng_at(2**31 - 1)), state),
         'rng_position_624': (ckpt(resume_state=rng_at(624)), None),
-        'rng_numpy_key': (ckpt(resume_state=dict(rng=dict(rng, numpy=(
-            'MT19937', [1, 2], 0, 0, 0.0)))), state),
-        'rng_torch_short': (ckpt(resume_state=dict(rng=dict(
-            rng, torch=torch.zeros(3, dtype=torch.uint8)))), state),
-        'rng_python_short': (ckpt(resume_state=dict(rng=dict(
-            rng, python=(3, (1, 2), None)))), state),
+        'rng_numpy_key': bad_rng(numpy=('MT19937', [1, 2], 0, 0, 0.0)),
+        'rng_torch_short': bad_rng(torch=torch.zeros(3, dtype=torch.uint8)),
+        'rng_python_short': bad_rng(python=(3, (1, 2), None)),
         'sampler_seed_text': (ckpt(resume_state=dict(sampler_seed='0')),
                               state),
         'sparse_tensor': (dict(state_dict=dict(w=torch.ones(2).to_sparse())),
@@ -159,11 +165,7 @@ def _stderr_of(call):
 def paths(folder):
     """loading path -> function(file name), after the opt-in line."""
     from mmdet.apis import DetInferencer
-    from mmengine.model import BaseModule
-    from mmengine.runner import load_checkpoint
     from mmseg.apis import MMSegInferencer
-
-    from tests.tool_scripts import load_tool
     export, maps = map(load_tool, ('export_backbone.py',
                                    'analysis/label_maps.py'))
 
@@ -216,10 +218,6 @@ class _Started(Exception):
 
 def _run(root, run, first):
     """The run ``run`` of :data:`RUNS`: (how it ended, victim intact)."""
-    from mmengine.config import Config
-    from mmengine.hooks import Hook
-    from mmengine.runner import Runner
-
     from tlalign_mm.checkpoint import load
     work, file, victim = (osp.join(root, run, n) for n in ('w', 'x.pth', 'v'))
     os.makedirs(osp.join(victim, 'keep')), os.makedirs(work)
@@ -276,7 +274,6 @@ def _load_all(path, load, names, folder):
 
 
 def main(folder):
-    from mmengine.runner.checkpoint import CheckpointLoader
     mmengine_load = CheckpointLoader.load_checkpoint.__func__
     allowed = set(map(str, torch.serialization.get_safe_globals()))
     import tlalign_mm
@@ -311,10 +308,6 @@ def main(folder):
           runner.find_latest_checkpoint.__name__ == 'find_resume_checkpoint'})
     for path, load in paths(folder).items():
         _load_all(path, load, names, folder)
-    from mmengine.config import Config
-    from mmengine.runner import Runner
-
-    from tests.engine.tiny_run import write_config, write_images
     write_images(osp.join(folder, 'data'))
     write_config(osp.join(folder, 'tiny.py'), osp.join(folder, 'data'))
     cfg = Config.fromfile(osp.join(folder, 'tiny.py'))

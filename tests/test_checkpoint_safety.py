@@ -3,7 +3,6 @@ files (``tests/crafted_checkpoints.py``) refused with one message naming
 them, or reduced to what a checkpoint holds."""
 import json
 import os
-import os.path as osp
 import subprocess
 import sys
 
@@ -14,8 +13,8 @@ from mmengine.runner import load_checkpoint
 from tlalign_mm.checkpoint import CheckpointError, install, load, parse_config
 
 from . import crafted_checkpoints as crafted
+from .tool_scripts import ROOT
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 install()  # what the tools do
 
 

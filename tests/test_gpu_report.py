@@ -81,8 +81,6 @@ def test_dry_run_writes_every_setting_and_a_failure_does_not_stop_it(
     assert report['budget']['stop'] is None
     assert [c['outcome'] for c in report['cuda_tests']['cases']] == [
         'skipped']
-    assert 'tests/models/test_fused_kernels.py' in load_tool(
-        'gpu_report.py').cuda_test_files()
 
 
 def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
@@ -105,8 +103,14 @@ def test_budget_stops_after_the_first_measurement(gpu_report, tmp_path):
         ('deit-small', 'tlalign[explicit]', 0, True),
         ('deit-small', 'tlalign[sdpa]', 0, False)]
     assert records.head_mean_attention is before
+    qk, y = torch.randn(2, 1, 2, 3, 8), torch.rand(1, 3, 4)
+    with gpu_report.label_path('sdpa'):  # the arguments, handed on as given
+        assert torch.equal(records.head_mean_attention(*qk, y)[0],
+                           before(*qk, y, impl='sdpa')[0])
     # a model whose blocks compute their own softmax takes no path
     assert gpu_report.path_name(collections.Counter()) == 'softmax'
     # what was not started is listed, not left out
     assert len(report['not_measured']) == 11
     assert 'budget spent' in report['cuda_tests']['outcome']
+    # the CUDA test files a GPU run starts (the e2e dry run fakes them)
+    assert 'tests/models/test_fused_kernels.py' in gpu_report.cuda_test_files()

@@ -18,7 +18,7 @@ from mmengine.optim import OptimWrapper
 from mmengine.registry import PARAM_SCHEDULERS, DefaultScope
 from mmpretrain.registry import MODELS
 
-import tlalign_mm  # noqa: F401
+from tlalign_mm.checkpoint import CheckpointMismatchError
 from tools import config_snapshot
 
 
@@ -283,8 +283,6 @@ def test_a_missing_b_checkpoint_says_how_to_make_it(kind):
     their CutMix twins from the official checkpoint; a missing file names
     the variable that points elsewhere and the command that makes it."""
     from mmengine.registry import WEIGHT_INITIALIZERS
-
-    from tlalign_mm.checkpoint import CheckpointMismatchError
     for path in paths(f'*/*-base*_{kind}-in1k-pre_*.py'):
         arch = 'swin' if '_swin-base' in path else 'deit'
         init = dict(config_snapshot.load(path).model.backbone.init_cfg,
