@@ -81,14 +81,16 @@ def uint8_batch(n: int) -> dict:
                 data_samples=[DataSample().set_gt_label(0)] * n)
 
 
-def half_right(model, x):
-    """Labels: the model's prediction for the first half of ``x``, another
-    class for the rest, so that clean accuracy is exactly 50%."""
+def half_right(n: int):
+    """The tiny classifier in pixel space, ``n`` images, and labels: its
+    prediction for the first half, another class for the rest, so that
+    clean accuracy is exactly 50%."""
+    model = PixelSpaceClassifier(tiny_classifier())
+    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(n))
     with torch.no_grad():
         labels = model(x).argmax(1)
-    k = model(x[:1]).shape[1]
-    labels[len(x) // 2:] = (labels[len(x) // 2:] + 1) % k
-    return labels
+    labels[n // 2:] = (labels[n // 2:] + 1) % 10
+    return model, x, labels
 
 
 def test_normalisation_runs_inside_the_attacked_function():
@@ -121,9 +123,7 @@ def test_normalisation_runs_inside_the_attacked_function():
 
 @pytest.mark.e2e  # seconds of attacks
 def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
-    model = PixelSpaceClassifier(tiny_classifier())
-    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(4))
-    labels = half_right(model, x)
+    model, x, labels = half_right(4)
     events = []
     # two batches, one right and one wrong image each
     result = autoattack_accuracy(model, [(x[0::2], labels[0::2]),
@@ -154,9 +154,7 @@ def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
 
 @pytest.mark.e2e  # seconds of attacks
 def test_large_eps_is_no_better_than_clean():
-    model = PixelSpaceClassifier(tiny_classifier())
-    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(6))
-    labels = half_right(model, x)
+    model, x, labels = half_right(6)
     # two batches: counts add up over batches
     result = autoattack_accuracy(model, [(x[:4], labels[:4]),
                                          (x[4:], labels[4:])], eps=1.0)
@@ -189,15 +187,11 @@ def test_tool_writes_the_json(tmp_path):
     cfg.dump(config)
     cfg = load_config(config)
     classifier = build_model(cfg, ckpt)
-    model = PixelSpaceClassifier(classifier)
-    names, predictions = [], []
-    for data in TOOL.build_attack_dataloader(cfg):
-        x, _ = pixel_batch(classifier.data_preprocessor, data)
-        with torch.no_grad():
-            predictions += model(x).argmax(1).tolist()
-        names += [osp.basename(s.img_path) for s in data['data_samples']]
+    loader = TOOL.build_attack_dataloader(cfg)  # reads val.txt: before it
     with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
-        f.writelines(f'{n} {y}\n' for n, y in zip(names, predictions))
+        for data in loader:  # mmpretrain's own predict, not the attacked one
+            f.writelines(f'{osp.basename(s.img_path)} {s.pred_label.item()}\n'
+                         for s in classifier.test_step(data))
 
     work = tmp_path / 'aa_work'
     zero = TOOL.main([config, ckpt, '--device', 'cpu', '--work-dir',
