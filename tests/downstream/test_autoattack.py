@@ -19,7 +19,6 @@ from mmpretrain.structures import DataSample
 import tlalign_mm  # noqa: F401  (registers modules)
 from tests.tool_scripts import load_tool
 from tlalign_mm.analysis.session import build_model, load_config
-from tlalign_mm.checkpoint import install
 from tlalign_mm.datasets import synthetic
 
 from .tiny import config_path, make_pretrain_checkpoint, tiny_config
@@ -28,7 +27,6 @@ MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 # with eps 0 nothing is ever fooled, so every attack runs to its end: the
 # eps-0 runs use the cheapest one
 CHEAP = ['apgd-ce']
-install()  # as the tool does: build_model reads checkpoints through it
 TOOL = load_tool('robustness/autoattack.py')
 PixelSpaceClassifier, autoattack_accuracy, pixel_batch = (
     TOOL.PixelSpaceClassifier, TOOL.autoattack_accuracy, TOOL.pixel_batch)
