@@ -19,7 +19,6 @@ from mmpretrain.structures import DataSample
 import tlalign_mm  # noqa: F401  (registers modules)
 from tests.tool_scripts import load_tool
 from tlalign_mm.analysis.session import build_model, load_config
-from tlalign_mm.checkpoint import install
 from tlalign_mm.datasets import synthetic
 
 from .tiny import config_path, make_pretrain_checkpoint, tiny_config
@@ -28,7 +27,6 @@ MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 # with eps 0 nothing is ever fooled, so every attack runs to its end: the
 # eps-0 runs use the cheapest one
 CHEAP = ['apgd-ce']
-install()  # as the tool does: build_model reads checkpoints through it
 TOOL = load_tool('robustness/autoattack.py')
 PixelSpaceClassifier, autoattack_accuracy, pixel_batch = (
     TOOL.PixelSpaceClassifier, TOOL.autoattack_accuracy, TOOL.pixel_batch)
@@ -81,14 +79,16 @@ def uint8_batch(n: int) -> dict:
                 data_samples=[DataSample().set_gt_label(0)] * n)
 
 
-def half_right(model, x):
-    """Labels: the model's prediction for the first half of ``x``, another
-    class for the rest, so that clean accuracy is exactly 50%."""
+def half_right(n: int):
+    """The tiny classifier in pixel space, ``n`` images, and labels: its
+    prediction for the first half, another class for the rest, so that
+    clean accuracy is exactly 50%."""
+    model = PixelSpaceClassifier(tiny_classifier())
+    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(n))
     with torch.no_grad():
         labels = model(x).argmax(1)
-    k = model(x[:1]).shape[1]
-    labels[len(x) // 2:] = (labels[len(x) // 2:] + 1) % k
-    return labels
+    labels[n // 2:] = (labels[n // 2:] + 1) % 10
+    return model, x, labels
 
 
 def test_normalisation_runs_inside_the_attacked_function():
@@ -121,9 +121,7 @@ def test_normalisation_runs_inside_the_attacked_function():
 
 @pytest.mark.e2e  # seconds of attacks
 def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
-    model = PixelSpaceClassifier(tiny_classifier())
-    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(4))
-    labels = half_right(model, x)
+    model, x, labels = half_right(4)
     events = []
     # two batches, one right and one wrong image each
     result = autoattack_accuracy(model, [(x[0::2], labels[0::2]),
@@ -154,9 +152,7 @@ def test_eps_zero_keeps_clean_accuracy_and_reports_progress():
 
 @pytest.mark.e2e  # seconds of attacks
 def test_large_eps_is_no_better_than_clean():
-    model = PixelSpaceClassifier(tiny_classifier())
-    x, _ = pixel_batch(model.classifier.data_preprocessor, uint8_batch(6))
-    labels = half_right(model, x)
+    model, x, labels = half_right(6)
     # two batches: counts add up over batches
     result = autoattack_accuracy(model, [(x[:4], labels[:4]),
                                          (x[4:], labels[4:])], eps=1.0)
@@ -189,15 +185,11 @@ def test_tool_writes_the_json(tmp_path):
     cfg.dump(config)
     cfg = load_config(config)
     classifier = build_model(cfg, ckpt)
-    model = PixelSpaceClassifier(classifier)
-    names, predictions = [], []
-    for data in TOOL.build_attack_dataloader(cfg):
-        x, _ = pixel_batch(classifier.data_preprocessor, data)
-        with torch.no_grad():
-            predictions += model(x).argmax(1).tolist()
-        names += [osp.basename(s.img_path) for s in data['data_samples']]
+    loader = TOOL.build_attack_dataloader(cfg)  # reads val.txt: before it
     with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
-        f.writelines(f'{n} {y}\n' for n, y in zip(names, predictions))
+        for data in loader:  # mmpretrain's own predict, not the attacked one
+            f.writelines(f'{osp.basename(s.img_path)} {s.pred_label.item()}\n'
+                         for s in classifier.test_step(data))
 
     work = tmp_path / 'aa_work'
     zero = TOOL.main([config, ckpt, '--device', 'cpu', '--work-dir',

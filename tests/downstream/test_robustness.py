@@ -1,7 +1,6 @@
 """Robustness datasets (ImageNet-A/R/V2/C labels are ImageNet indices),
 metrics (ImageNet-A/R subset accuracy, ImageNet-C mCE) and the robustness
 test configs, run in-process on tiny data."""
-import copy
 import os
 from importlib import resources
 
@@ -134,11 +133,7 @@ def tiny_test(config, data_root, tmp_path, scores):
     cfg = tiny_config(config_path('robustness', config), data_root, 7,
                       str(tmp_path / 'work'))
     cfg.test_dataloader.batch_size = 16
-    cfg.load_from = None
-    cfg.train_dataloader = cfg.train_cfg = cfg.optim_wrapper = None
-    cfg.val_dataloader = cfg.val_cfg = cfg.val_evaluator = None
-    cfg.param_scheduler = None
-    runner = Runner.from_cfg(copy.deepcopy(cfg))
+    runner = Runner.from_cfg(cfg)
     fc = [m for m in runner.model.head.modules()
           if isinstance(m, torch.nn.Linear)][-1]
     with torch.no_grad():

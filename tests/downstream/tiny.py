@@ -24,6 +24,7 @@ import copy
 import os.path as osp
 import sys
 from types import SimpleNamespace
+from unittest import mock
 
 import torch
 from mmengine.config import Config
@@ -87,9 +88,7 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
     docstring); the caller sets the arch and iteration count."""
     cfg = copy.deepcopy(cfg)
     for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        loader = cfg.get(name)
-        if loader is None:
-            continue
+        loader = cfg[name]
         dataset = loader.dataset
         while 'dataset' in dataset:  # wrappers
             dataset = dataset.dataset
@@ -97,14 +96,12 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
         SMOKE.shrink_sizes(dataset.pipeline, factor)
         loader.update(batch_size=2, num_workers=0, persistent_workers=False)
     backbone = cfg.model.backbone
-    if 'img_size' in backbone:
-        backbone.img_size = SMOKE.divide_size(backbone.img_size, factor)
+    backbone.img_size = SMOKE.divide_size(backbone.img_size, factor)
     preprocessor = cfg.model.get('data_preprocessor')
     if preprocessor is not None and preprocessor.get('size') is not None:
         preprocessor.size = SMOKE.divide_size(preprocessor.size, factor)
     cfg.work_dir = work_dir
-    if cfg.get('visualizer'):  # mmseg's and mmdet's share one name
-        cfg.visualizer.name = work_dir
+    cfg.visualizer.name = work_dir  # mmseg's and mmdet's share one name
     optim_wrapper = cfg.get('optim_wrapper', {})
     if optim_wrapper.get('type') == 'AmpOptimWrapper' and \
             not torch.cuda.is_available():
@@ -150,8 +147,6 @@ class Record(Hook):
     def after_test_epoch(self, runner, metrics=None):
         self.metrics = dict(metrics or {})
 
-    after_val_epoch = after_test_epoch
-
 
 def run_tool(name: str, *argv: str) -> Record:
     """``python tools/<name> ARGV`` in this process; its run's Record."""
@@ -163,14 +158,6 @@ def run_tool(name: str, *argv: str) -> Record:
         return runner
 
     tool.Runner = SimpleNamespace(from_cfg=from_cfg)
-    saved, sys.argv = sys.argv, [tool.__file__, *map(str, argv)]
-    try:
+    with mock.patch.object(sys, 'argv', [tool.__file__, *map(str, argv)]):
         tool.main()
-    finally:
-        sys.argv = saved
     return record
-
-
-def dump(cfg: Config, path: str) -> str:
-    cfg.dump(path)
-    return path

@@ -8,7 +8,6 @@ import os.path as osp
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -60,9 +59,9 @@ def test_summary_files_and_picture(job, run_demo):
     paired = vit['paired']['TL-Align']
     acc = {(r['target'], r['seed']): r['top1'] for r in runs}
     diffs = [acc['TL-Align', s] - acc['CutMix', s] for s in (0, 1)]
+    # the paired difference of these (by hand: tests/analysis/
+    # test_paired_stats.py)
     assert paired['diffs'] == pytest.approx(diffs)
-    assert paired['mean'] == pytest.approx(np.mean(diffs))
-    assert paired['wins'] + paired['losses'] + paired['ties'] == 2
     assert vit['targets']['CutMix']['n'] == 2
 
     with open(osp.join(work, 'summary.md')) as f:
@@ -121,10 +120,7 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
 def run_demo(monkeypatch):
     # the module pins its thread count in the environment; put it back after
     for name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
-        before = os.environ.get(name)
-        monkeypatch.setenv(name, before or '')  # recorded: restored after
-        if before is None:
-            monkeypatch.delenv(name)
+        monkeypatch.setenv(name, '1')  # its value; the one before restored
     return load_tool('run_demo.py')
 
 
@@ -133,11 +129,10 @@ def test_epochs_early_epoch_and_options(run_demo, capsys):
     a tenth, at least 1) or fails clearly; the early epoch is a third of
     the way; --variants and --models do not mix."""
     assert run_demo.epoch_options(None) == []
-    for epochs, warmup in ((30, 3), (10, 1)):
+    for epochs, warmup in ((30, 3), (10, 1), (2, 1)):
         assert run_demo.epoch_options(epochs) == [
             f'train_cfg.max_epochs={epochs}', f'param_scheduler.0.end='
             f'{warmup}', f'param_scheduler.1.begin={warmup}']
-    assert run_demo.epoch_options(2)[0] == 'train_cfg.max_epochs=2'
     with pytest.raises(SystemExit, match='at least 2 epochs'):
         run_demo.epoch_options(1)
     assert run_demo.early_epoch([dict(val_epochs=list(range(2, 31, 2)))] *
