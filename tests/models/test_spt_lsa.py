@@ -110,8 +110,7 @@ def test_switches_swap_only_what_they_name(spt, lsa):
     vit = MODELS.build(dict(zoo.SL_VIT, use_spt=spt, use_lsa=lsa))
     swin = MODELS.build(dict(zoo.SL_SWIN, use_spt=spt, use_lsa=lsa))
     embed = ShiftedPatchTokenization if spt else PatchEmbed
-    assert isinstance(vit.patch_embed, embed)
-    assert isinstance(swin.patch_embed, embed)
+    assert all(isinstance(m.patch_embed, embed) for m in (vit, swin))
     assert all((type(layer.attn) is LocalitySelfAttention) == lsa
                for layer in vit.layers)
     assert all(isinstance(s.downsample, ShiftedPatchTokenization if spt
