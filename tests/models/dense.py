@@ -253,10 +253,9 @@ def sr_attention(module, x, hw):
                         sr.weight.double(), sr.bias.double(), sr.stride,
                         sr.padding)
         x_kv = norm(module.norm, x_kv.flatten(2).transpose(1, 2))
-    Wq, Wk, Wv = mha.in_proj_weight.double().chunk(3)
-    bq, bk, bv = mha.in_proj_bias.double().chunk(3)
-    q, k, v = (_heads(t @ Wt.T + bt, B, mha.num_heads) for t, Wt, bt in (
-        (x, Wq, bq), (x_kv, Wk, bk), (x_kv, Wv, bv)))
+    q, k, v = (_heads(F.linear(t, w, b), B, mha.num_heads) for t, w, b in zip(
+        (x, x_kv, x_kv), mha.in_proj_weight.double().chunk(3),
+        mha.in_proj_bias.double().chunk(3)))
     A, out = _attend(_logits(mha, q, k), v)
     return A, lin(mha.out_proj, out)
 

@@ -48,10 +48,9 @@ def test_spt_tokens_and_labels_equal_the_definition(patch, size):
     out, hw = spt(x.flatten(2).transpose(1, 2), size)
     assert hw == ref_hw and (out.double() - ref).abs().max() <= 1e-5
     # not an unshifted patchify: the shift is tested
-    plain = ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
-                                     shift_size=0)
-    centre = ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
-                                      label_views='centre')
+    plain, centre = (ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
+                                              **other) for other in (
+        dict(shift_size=0), dict(label_views='centre')))
     for other in (plain, centre):
         other.load_state_dict(spt.state_dict())
     assert (plain(x)[0] - tokens).abs().max() > 1e-2
