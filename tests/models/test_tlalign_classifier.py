@@ -183,8 +183,6 @@ def official_transmix(attn, pixel_weights, targets):
     box = pixel_weights[0, 1]
     rows, cols = box.any(1).nonzero().flatten(), box.any(0).nonzero().flatten()
     H, W = box.shape
-    if len(rows) == 0:
-        return targets[:, 0]
     yl, yh, xl, xh = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
     lam0 = (yh - yl) * (xh - xl) / (H * W)
     mask = torch.zeros(H, W)
