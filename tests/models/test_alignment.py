@@ -8,7 +8,7 @@ import torch
 from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
-from . import zoo
+from . import dense, zoo
 from .dense import dense_reference
 from .zoo import build, in_classes, random_mix
 
@@ -152,7 +152,6 @@ def test_padding_rule_and_lsa_mask_are_what_is_tested(name, monkeypatch):
     """Ignoring the padded keys' share (no renormalisation; on 70x70 real
     tokens attend to padded ones), or LSA's mask and temperature, gives the
     reference other labels, far beyond the tolerance."""
-    from . import dense
     cfg, S, (H, W), box, _ = CASES[name]
     model = build(cfg)
     images, pw, targets = random_mix(2, S, H, W, box=box)

@@ -33,7 +33,7 @@ from tlalign_mm.models import Recording, aligned_forward, describe
 from tlalign_mm.models.families import FAMILIES
 
 from . import zoo
-from .dense import ATTENTIONS, attention_calls, dense_labels
+from .dense import ATTENTIONS, attention_calls, dense_labels, dense_reference
 from .test_alignment import CASES, assert_history_close
 from .zoo import assert_distributions, random_mix
 
@@ -116,14 +116,12 @@ def test_training_labels_follow_the_forward_that_ran(name, follow):
 
     plain = loss_and_grads(lambda: backbone(images))
     events = []
-    handles = attention_branch_keeps(backbone, events)
+    attention_branch_keeps(backbone, events)  # (the backbone is this test's)
     with attention_calls(backbone) as calls:
         aligned = []
         recorded = loss_and_grads(lambda: aligned.append(aligned_forward(
             backbone, images, pw, keep_history=True,
             follow_drop_path=follow)) or aligned[0].feats)
-    for h in handles:
-        h.remove()
     aligned = aligned[0]
     # The recorded forward is the plain one: same draws, tokens, gradients.
     assert len(recorded) == len(plain)
@@ -299,9 +297,8 @@ def test_the_design_doc_family_matches_the_dense_reference(monkeypatch):
     backbone = zoo.randomise(ToyViT()).eval()
     images, pw, targets = random_mix(2, 2, 32, 32, box=(3, 21, 5, 30))
     aligned = aligned_forward(backbone, images, pw, keep_history=True)
-    with attention_calls(backbone, ToyAttention) as calls, torch.no_grad():
-        backbone(images)
-        ref, ref_history = dense_labels(backbone, calls, pw, targets)
+    ref, ref_history = dense_reference(backbone, images, pw, targets,
+                                       more=(ToyAttention, ))
     assert_history_close(aligned.history, ref_history, targets)
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
     assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-2

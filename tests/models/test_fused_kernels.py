@@ -88,10 +88,9 @@ def test_bf16_training_step_stays_fused_and_fp32_exact(device, monkeypatch):
     batch = mixed_batch(model)  # (the preprocessor moves it to the device)
     with sdpa_kernel(FUSED), torch.autocast(device, dtype=torch.bfloat16):
         losses = model(**batch, mode='loss')
-        aligned = aligned_forward(
-            model.backbone, batch['inputs'],
-            batch['mix'].pixel_weights,
-            keep_history=True)
+        aligned = aligned_forward(model.backbone, batch['inputs'],
+                                  batch['mix'].pixel_weights,
+                                  keep_history=True)
     losses['loss'].backward()
     assert torch.isfinite(losses['loss'])
     if device == 'cuda':  # 2 layers, the loss's forward and ours

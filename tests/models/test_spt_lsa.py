@@ -48,10 +48,9 @@ def test_spt_tokens_and_labels_equal_the_definition(patch, size):
     out, hw = spt(x.flatten(2).transpose(1, 2), size)
     assert hw == ref_hw and (out.double() - ref).abs().max() <= 1e-5
     # not an unshifted patchify: the shift is tested
-    plain = ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
-                                     shift_size=0)
-    centre = ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
-                                      label_views='centre')
+    plain, centre = (ShiftedPatchTokenization(embed_dims=24, patch_size=patch,
+                                              **other) for other in (
+        dict(shift_size=0), dict(label_views='centre')))
     for other in (plain, centre):
         other.load_state_dict(spt.state_dict())
     assert (plain(x)[0] - tokens).abs().max() > 1e-2
@@ -110,8 +109,7 @@ def test_switches_swap_only_what_they_name(spt, lsa):
     vit = MODELS.build(dict(zoo.SL_VIT, use_spt=spt, use_lsa=lsa))
     swin = MODELS.build(dict(zoo.SL_SWIN, use_spt=spt, use_lsa=lsa))
     embed = ShiftedPatchTokenization if spt else PatchEmbed
-    assert isinstance(vit.patch_embed, embed)
-    assert isinstance(swin.patch_embed, embed)
+    assert all(isinstance(m.patch_embed, embed) for m in (vit, swin))
     assert all((type(layer.attn) is LocalitySelfAttention) == lsa
                for layer in vit.layers)
     assert all(isinstance(s.downsample, ShiftedPatchTokenization if spt

@@ -60,7 +60,7 @@ def swin(window_size: int) -> SwinTransformer:
                            out_indices=(1, ), pad_small_map=True)
 
 
-def window7_checkpoint() -> dict:
+def test_window7_checkpoint_loads_into_window12():
     torch.manual_seed(0)
     state = swin(7).state_dict()
     generator = torch.Generator().manual_seed(1)
@@ -68,11 +68,6 @@ def window7_checkpoint() -> dict:
         if key.endswith('relative_position_bias_table'):
             # order-1 values (the init is std 0.02): a real comparison
             value.copy_(torch.randn(value.shape, generator=generator))
-    return state
-
-
-def test_window7_checkpoint_loads_into_window12():
-    state = window7_checkpoint()
     model = swin(12)
     own_index = {k: v.clone() for k, v in model.state_dict().items()
                  if k.endswith('relative_position_index')}
@@ -90,7 +85,6 @@ def test_window7_checkpoint_loads_into_window12():
     loaded = model.state_dict()
     for key, table in state.items():
         if key.endswith('relative_position_bias_table'):
-            assert loaded[key].shape == (23 * 23, table.shape[1])
             for head in range(table.shape[1]):
                 z = table[:, head].reshape(13, 13).double().numpy()
                 expected = not_a_knot_2d(grid, grid, z, query, query)

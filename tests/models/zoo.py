@@ -149,8 +149,7 @@ def assert_distributions(labels, atol=1e-6):
     bf16 or unnormalised rule)."""
     assert labels.dtype == torch.float32
     assert (labels >= 0).all()
-    torch.testing.assert_close(labels.sum(-1), torch.ones(labels.shape[:-1],
-                                                          device=labels.device),
+    torch.testing.assert_close(labels.sum(-1), torch.ones_like(labels[..., 0]),
                                atol=atol, rtol=0)
 
 
