@@ -102,8 +102,6 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
         out[-3000:]
     assert '/.last.pth.' in re.search(r'KILLED DURING SAVE (\S+)',
                                       out).group(1)
-    names = os.listdir(original)
-    assert len([n for n in names if n.endswith('.partial')]) == 1
     last = torch.load(osp.join(original, 'last.pth'), map_location='cpu',
                       weights_only=True)
     assert last['meta']['iter'] == 6
@@ -113,7 +111,7 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
 
     code, out = _train(config, copy, '--resume')
     assert code == 0, out[-4000:]
-    assert 'Removed 1 partial file' in out
+    assert 'Removed 1 partial file' in out  # the one the kill left
     assert RESUMED.search(out).groups() == resumed_at, out[-3000:]
     assert not [n for n in os.listdir(copy) if n.endswith('.partial')]
     got, want = _final_weights(copy, loop), _final_weights(reference, loop)
