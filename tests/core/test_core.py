@@ -1,7 +1,9 @@
-"""The pure-torch core: window means, the residual rule, head-mean
-attention and its paths, and ``align`` on hand-built slots (two blocks, one
-with a dropped sample, a merge, and a block that recorded its
-probabilities) against the rule by hand in float64."""
+"""The pure-torch core: window means, head-mean attention and its paths,
+and ``align`` on hand-built slots (two blocks, one with a dropped sample, a
+merge, and a block that recorded its probabilities) against the rule by
+hand in float64. (The residual rule with padded keys, and with its
+options: the dense references of tests/models/test_alignment.py and
+test_every_backbone.py.)"""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,7 +15,6 @@ from tlalign_mm.core import (
     align,
     flatten_label_map,
     head_mean_attention,
-    residual_align,
     window_mean,
 )
 
@@ -58,23 +59,6 @@ def test_window_mean_is_the_mean_over_real_positions_or_a_clear_error():
         checked += 1
         empty += min(counts) == 0
     assert checked > 200 and 20 < empty < checked - 20
-
-
-def test_padding_renormalises_the_paper_rule():
-    """With padded keys (mass m < 1) the update is (Y + ĀY) / (1 + m) (a
-    distribution: ĀY sums to m), and ĀY / m without the residual average.
-    (No padding: the paper's rule, test_align_on_hand_built_records_...)"""
-    Y = torch.softmax(torch.randn(2, 5, 3), -1)
-    A = torch.softmax(torch.randn(2, 5, 7), -1)  # 7 keys, the last 2 padded
-    keys = torch.cat([Y, torch.zeros(2, 2, 3)], 1)
-    AY, m = A @ keys, A[..., :5].sum(-1, keepdim=True)
-    ours = residual_align(Y, AY, mass=m)
-    torch.testing.assert_close(ours, (Y + AY) / (1 + m))
-    torch.testing.assert_close(
-        residual_align(Y, AY, residual_norm=False, mass=m), AY / m)
-    keep = torch.tensor([False, True])
-    torch.testing.assert_close(residual_align(Y, AY, keep=keep, mass=m)[0],
-                               Y[0])
 
 
 def head_mean(q, k, mask=None, scale=None):
