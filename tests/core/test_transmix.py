@@ -67,3 +67,4 @@ def test_official_and_fractional_masks_by_hand():
                                  torch.tensor([[7 / 16, 9 / 16]]))
     torch.testing.assert_close(fractional,
                                torch.tensor([[0.421875, 0.578125]]))
+    assert (fractional - official)[0, 1].item() == pytest.approx(0.171875)
