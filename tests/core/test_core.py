@@ -106,11 +106,6 @@ def test_an_unknown_or_impossible_path_is_a_clear_error():
         head_mean_attention(q, q, Y, bias=torch.zeros(2, 2), impl='triton')
 
 
-def merge_2x2(label_map):
-    """``(B, S, 2, 4)`` -> ``(B, 2, S)``: the mean of each 2x2 window."""
-    return flatten_label_map(F.avg_pool2d(label_map, 2))
-
-
 def test_align_on_hand_built_records_equals_the_hand_computation():
     torch.manual_seed(0)
     B, H, N, d, S = 2, 2, 8, 4, 3
@@ -120,7 +115,8 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     probs = torch.softmax(torch.randn(B, H, 2, 2) * 3, -1)
     keep = torch.tensor([True, False]).view(B, 1, 1)  # sample 1 dropped
     slots = [Slot(q=q1, k=k1), Slot(q=q2, k=k2, keep=keep),
-             Slot(step=TokenStep((2, 4), merge_2x2, 'merge'), probs=probs),
+             Slot(step=TokenStep((2, 4), lambda label_map: flatten_label_map(
+                 F.avg_pool2d(label_map, 2)), 'merge'), probs=probs),  # 2x2
              Slot()]
     # the initial labels: the embedding's rule of the pixel weights
     records = Recorded(slots, embed=lambda pixel_weights: Y)

@@ -54,12 +54,9 @@ def _train(config, work_dir, *args, kill_at_save=None):
     return proc.returncode, proc.stdout
 
 
-def _final_weights(work_dir, loop):
-    name = (f'epoch_{tiny_run.EPOCHS}.pth' if loop == 'epoch' else
-            f'iter_{TOTAL}.pth')
-    ckpt = torch.load(osp.join(work_dir, name), map_location='cpu',
+def _load(work_dir, name):
+    return torch.load(osp.join(work_dir, name), map_location='cpu',
                       weights_only=True)
-    return ckpt['state_dict']
 
 
 @pytest.fixture(scope='module')
@@ -102,9 +99,7 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
         out[-3000:]
     assert '/.last.pth.' in re.search(r'KILLED DURING SAVE (\S+)',
                                       out).group(1)
-    last = torch.load(osp.join(original, 'last.pth'), map_location='cpu',
-                      weights_only=True)
-    assert last['meta']['iter'] == 6
+    assert _load(original, 'last.pth')['meta']['iter'] == 6
     copy = str(data / f'copied_{loop}')
     shutil.copytree(original, copy)
     shutil.rmtree(original)  # the original is gone: only the copy counts
@@ -114,7 +109,9 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
     assert 'Removed 1 partial file' in out  # the one the kill left
     assert RESUMED.search(out).groups() == resumed_at, out[-3000:]
     assert not [n for n in os.listdir(copy) if n.endswith('.partial')]
-    got, want = _final_weights(copy, loop), _final_weights(reference, loop)
+    final = (f'epoch_{tiny_run.EPOCHS}.pth' if loop == 'epoch' else
+             f'iter_{TOTAL}.pth')
+    got, want = (_load(d, final)['state_dict'] for d in (copy, reference))
     assert set(got) == set(want)
     for key in want:
         assert torch.equal(got[key], want[key]), f'{key} differs ({loop})'
