@@ -1,20 +1,20 @@
-"""The pure-torch core: window means, the residual rule, head-mean
-attention and its paths, and ``align`` on hand-built slots (two blocks, one
-with a dropped sample, a merge, and a block that recorded its
-probabilities) against the rule by hand in float64."""
+"""The pure-torch core: window means, head-mean attention and its paths,
+and ``align`` on hand-built slots (two blocks, one with a dropped sample, a
+merge, and a block that recorded its probabilities) against the rule by
+hand in float64. (The residual rule with padded keys, and with its
+options: the dense references of tests/models/test_alignment.py and
+test_every_backbone.py.)"""
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tlalign_mm.core import (
-    AlignOptions,
     Recorded,
     Slot,
     TokenStep,
     align,
     flatten_label_map,
     head_mean_attention,
-    residual_align,
     window_mean,
 )
 
@@ -61,23 +61,6 @@ def test_window_mean_is_the_mean_over_real_positions_or_a_clear_error():
     assert checked > 200 and 20 < empty < checked - 20
 
 
-def test_padding_renormalises_the_paper_rule():
-    """With padded keys (mass m < 1) the update is (Y + ĀY) / (1 + m) (a
-    distribution: ĀY sums to m), and ĀY / m without the residual average.
-    (No padding: the paper's rule, test_align_on_hand_built_records_...)"""
-    Y = torch.softmax(torch.randn(2, 5, 3), -1)
-    A = torch.softmax(torch.randn(2, 5, 7), -1)  # 7 keys, the last 2 padded
-    keys = torch.cat([Y, torch.zeros(2, 2, 3)], 1)
-    AY, m = A @ keys, A[..., :5].sum(-1, keepdim=True)
-    ours = residual_align(Y, AY, mass=m)
-    torch.testing.assert_close(ours, (Y + AY) / (1 + m))
-    torch.testing.assert_close(
-        residual_align(Y, AY, residual_norm=False, mass=m), AY / m)
-    keep = torch.tensor([False, True])
-    torch.testing.assert_close(residual_align(Y, AY, keep=keep, mass=m)[0],
-                               Y[0])
-
-
 def head_mean(q, k, mask=None, scale=None):
     """The heads' mean attention, explicitly, in float64."""
     scale = q.shape[-1]**-0.5 if scale is None else scale.double().view(
@@ -87,10 +70,13 @@ def head_mean(q, k, mask=None, scale=None):
 
 
 @pytest.mark.parametrize('impl', ['explicit', 'sdpa'])
-@pytest.mark.parametrize('mask_kind', [None, 'diagonal', 'float'])
+@pytest.mark.parametrize('mask', [
+    None, torch.zeros(7, 7).fill_diagonal_(float('-inf')),
+    torch.randn(7, 7, generator=torch.Generator().manual_seed(1))],
+    ids=['no-mask', 'diagonal', 'float'])
 @pytest.mark.parametrize('per_head_scale', [False, True])
 @pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
-def test_head_mean_attention_equals_explicit_attention(impl, mask_kind,
+def test_head_mean_attention_equals_explicit_attention(impl, mask,
                                                        per_head_scale, dtype):
     """From float32 or bf16 q and k, float32 labels: those of the float64
     attention of those q, k. The SDPA path is a call the fused (flash)
@@ -100,11 +86,6 @@ def test_head_mean_attention_equals_explicit_attention(impl, mask_kind,
     B, H, N, d, S = 2, 3, 7, 16, 3
     q, k = ((torch.randn(B, H, N, d) * 2).to(dtype) for _ in range(2))
     Y = torch.rand(B, N, S)
-    mask = None
-    if mask_kind == 'diagonal':
-        mask = torch.zeros(N, N).fill_diagonal_(float('-inf'))
-    elif mask_kind == 'float':
-        mask = torch.randn(N, N)
     scale = torch.rand(H) + 0.1 if per_head_scale else None
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         AY, mass = head_mean_attention(q, k, Y, mask, scale, impl=impl)
@@ -125,11 +106,6 @@ def test_an_unknown_or_impossible_path_is_a_clear_error():
         head_mean_attention(q, q, Y, bias=torch.zeros(2, 2), impl='triton')
 
 
-def merge_2x2(label_map):
-    """``(B, S, 2, 4)`` -> ``(B, 2, S)``: the mean of each 2x2 window."""
-    return flatten_label_map(F.avg_pool2d(label_map, 2))
-
-
 def test_align_on_hand_built_records_equals_the_hand_computation():
     torch.manual_seed(0)
     B, H, N, d, S = 2, 2, 8, 4, 3
@@ -139,7 +115,8 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     probs = torch.softmax(torch.randn(B, H, 2, 2) * 3, -1)
     keep = torch.tensor([True, False]).view(B, 1, 1)  # sample 1 dropped
     slots = [Slot(q=q1, k=k1), Slot(q=q2, k=k2, keep=keep),
-             Slot(step=TokenStep((2, 4), merge_2x2, 'merge'), probs=probs),
+             Slot(step=TokenStep((2, 4), lambda label_map: flatten_label_map(
+                 F.avg_pool2d(label_map, 2)), 'merge'), probs=probs),  # 2x2
              Slot()]
     # the initial labels: the embedding's rule of the pixel weights
     records = Recorded(slots, embed=lambda pixel_weights: Y)
@@ -166,12 +143,6 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     assert torch.equal(history[2][1], history[1][1])
     assert (history[2][0] - history[1][0]).abs().max() > 1e-3
 
-    # the options arrive as arguments: drop-path ignored, no residual
-    _, history = align(records, pw, keep_history=True, options=AlignOptions(
-        follow_drop_path=False, residual_norm=False))
-    y1 = head_mean(q1, k1) @ Y.double()
-    assert (history[1].double() - y1).abs().max() < 1e-6
-    assert (history[2].double() - head_mean(q2, k2) @ y1).abs().max() < 1e-6
     # a slot missing a part its taps record is the one error
     slots[1].expects = ('attention', 'key_map')
     with pytest.raises(RuntimeError, match='Block 1 recorded no key_map'):

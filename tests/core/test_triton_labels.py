@@ -29,22 +29,21 @@ SCRIPT = textwrap.dedent('''
     torch.manual_seed(0)
     # block edges (70 queries, 50 keys: neither a multiple of the block),
     # keys of another length, a non-power-of-two width, three sources
-    cases = [(1, 2, 70, 50, 24, 3)]
+    B, H, N, M, d, S = 1, 2, 70, 50, 24, 3
     for dtype in (torch.float32, torch.float16):
-        for B, H, N, M, d, S in cases:
-            q = (torch.randn(B, H, N, d) * 2).to(dtype)
-            k = (torch.randn(B, H, M, d) * 2).to(dtype)
-            Y = torch.rand(B, M, S) ** 4
-            Y = Y / Y.sum(-1, keepdim=True)
-            out = mean_head_labels(q, k, Y, d ** -0.5)
-            A = torch.softmax(q.double() @ k.double().transpose(-2, -1)
-                              * d ** -0.5, -1).mean(1)
-            ref = A @ Y.double()
-            assert out.dtype == torch.float32 and out.shape == (B, N, S)
-            err = (out.double() - ref).abs().max().item()
-            assert err < 1e-6, (dtype, (B, H, N, M, d, S), err)
-            # the reference is not trivial: attention moved the labels
-            assert (ref - Y.double().mean(1, keepdim=True)).abs().max() > 1e-2
+        q = (torch.randn(B, H, N, d) * 2).to(dtype)
+        k = (torch.randn(B, H, M, d) * 2).to(dtype)
+        Y = torch.rand(B, M, S) ** 4
+        Y = Y / Y.sum(-1, keepdim=True)
+        out = mean_head_labels(q, k, Y, d ** -0.5)
+        A = torch.softmax(q.double() @ k.double().transpose(-2, -1)
+                          * d ** -0.5, -1).mean(1)
+        ref = A @ Y.double()
+        assert out.dtype == torch.float32 and out.shape == (B, N, S)
+        err = (out.double() - ref).abs().max().item()
+        assert err < 1e-6, (dtype, err)
+        # the reference is not trivial: attention moved the labels
+        assert (ref - Y.double().mean(1, keepdim=True)).abs().max() > 1e-2
     print('ok')
 ''')
 

@@ -51,11 +51,9 @@ def test_a_crafted_batch_file_is_refused_naming_it(tmp_path, data):
     path = osp.join(root, 'cifar-10-batches-py', 'test_batch')
     pathlib.Path(path).write_bytes(data)
     tracemalloc.start()
-    try:
-        with pytest.raises(pickle.UnpicklingError, match=f'{path} is not a '
-                           'CIFAR "python version" file'):
-            LocalCIFAR10(data_root=root, split='test', verify_md5=False)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    with pytest.raises(pickle.UnpicklingError, match=f'{path} is not a '
+                       'CIFAR "python version" file'):
+        LocalCIFAR10(data_root=root, split='test', verify_md5=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
     assert peak < 2**25

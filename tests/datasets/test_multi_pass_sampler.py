@@ -24,12 +24,15 @@ def original_batches(n, seed, batch_size):
 
 
 def loader_batches(n, seed, batch_size):
-    """Built as a config builds it (mmengine's Runner.build_dataloader)."""
+    """Built as a config builds it (mmengine's Runner.build_dataloader);
+    the sampler's ``len`` is the number of indices it gives this rank."""
     with DefaultScope.overwrite_default_scope('mmpretrain'):
-        return [[int(i) for i in b] for b in Runner.build_dataloader(dict(
+        loader = Runner.build_dataloader(dict(
             batch_size=batch_size, num_workers=0, drop_last=True,
             dataset=list(range(n)),
-            sampler=dict(type='MultiPassSampler', num_passes=3)), seed=seed)]
+            sampler=dict(type='MultiPassSampler', num_passes=3)), seed=seed)
+    assert len(loader.sampler) == len(list(loader.sampler))
+    return [[int(i) for i in b] for b in loader]
 
 
 @pytest.mark.parametrize('n, seed', [(1000, 0), (1037, 12345)])

@@ -29,12 +29,12 @@ from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
 from torch.utils.data import BatchSampler
 
 import tlalign_mm  # noqa: F401  allow-list for reading the checkpoints
+from tests.tool_scripts import ROOT
 from tlalign_mm.checkpoint import install
 from tlalign_mm.checkpoint.hooks import LastCheckpointHook
 
 from . import tiny_run
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 TRAIN = osp.join(ROOT, 'tools', 'train.py')
 TOTAL = tiny_run.EPOCHS * tiny_run.ITERS_PER_EPOCH
 RESUMED = re.compile(r'resumed epoch: (\d+), iter: (\d+)')
@@ -54,12 +54,9 @@ def _train(config, work_dir, *args, kill_at_save=None):
     return proc.returncode, proc.stdout
 
 
-def _final_weights(work_dir, loop):
-    name = (f'epoch_{tiny_run.EPOCHS}.pth' if loop == 'epoch' else
-            f'iter_{TOTAL}.pth')
-    ckpt = torch.load(osp.join(work_dir, name), map_location='cpu',
+def _load(work_dir, name):
+    return torch.load(osp.join(work_dir, name), map_location='cpu',
                       weights_only=True)
-    return ckpt['state_dict']
 
 
 @pytest.fixture(scope='module')
@@ -102,21 +99,19 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
         out[-3000:]
     assert '/.last.pth.' in re.search(r'KILLED DURING SAVE (\S+)',
                                       out).group(1)
-    names = os.listdir(original)
-    assert len([n for n in names if n.endswith('.partial')]) == 1
-    last = torch.load(osp.join(original, 'last.pth'), map_location='cpu',
-                      weights_only=True)
-    assert last['meta']['iter'] == 6
+    assert _load(original, 'last.pth')['meta']['iter'] == 6
     copy = str(data / f'copied_{loop}')
     shutil.copytree(original, copy)
     shutil.rmtree(original)  # the original is gone: only the copy counts
 
     code, out = _train(config, copy, '--resume')
     assert code == 0, out[-4000:]
-    assert 'Removed 1 partial file' in out
+    assert 'Removed 1 partial file' in out  # the one the kill left
     assert RESUMED.search(out).groups() == resumed_at, out[-3000:]
     assert not [n for n in os.listdir(copy) if n.endswith('.partial')]
-    got, want = _final_weights(copy, loop), _final_weights(reference, loop)
+    final = (f'epoch_{tiny_run.EPOCHS}.pth' if loop == 'epoch' else
+             f'iter_{TOTAL}.pth')
+    got, want = (_load(d, final)['state_dict'] for d in (copy, reference))
     assert set(got) == set(want)
     for key in want:
         assert torch.equal(got[key], want[key]), f'{key} differs ({loop})'
@@ -124,10 +119,12 @@ def test_kill_during_a_save_resumes_bit_identical(data, loop):
 
 def _runner(loop, seed):
     """What LastCheckpointHook reads of a Runner: a 12-sample training
-    loader (batch 4) shuffled with ``seed``, the loop type, resume on."""
+    loader (batch 4) shuffled with ``seed``, in epoch 2 (DistSamplerSeedHook's
+    ``set_epoch``; a no-op for InfiniteSampler), the loop type, resume on."""
     dataset = list(range(12))
     sampler = (DefaultSampler if loop == 'epoch' else InfiniteSampler)(
         dataset, shuffle=True, seed=seed)
+    sampler.set_epoch(1)
     loader = torch.utils.data.DataLoader(dataset, batch_size=4,
                                          sampler=sampler)
     train_loop = object.__new__(
@@ -137,9 +134,9 @@ def _runner(loop, seed):
                            _randomness_cfg=dict(seed=None))
 
 
-def _batches(sampler, skip):
-    return list(itertools.islice(BatchSampler(sampler, 4, False), skip,
-                                 skip + 2))
+def _batches(runner, skip):
+    return list(itertools.islice(BatchSampler(
+        runner.train_dataloader.sampler, 4, False), skip, skip + 2))
 
 
 @pytest.mark.parametrize('loop', ['epoch', 'iter'])
@@ -161,15 +158,8 @@ def test_resumed_batches_are_shuffled_with_the_checkpoints_sampler_seed(
     hook = LastCheckpointHook(interval=2)
     hook.after_load_checkpoint(resumed, checkpoint)
     hook.before_train_epoch(resumed)
-    uninterrupted = _runner(loop, seed=123).train_dataloader.sampler
-    if loop == 'epoch':  # DistSamplerSeedHook: the epoch's shuffle
-        resumed.train_dataloader.sampler.set_epoch(1)
-        uninterrupted.set_epoch(1)
-        skip = 1
-    else:
-        skip = 4
     got = list(itertools.islice(resumed.train_dataloader.batch_sampler, 2))
-    assert got == _batches(uninterrupted, skip)
+    skip = 1 if loop == 'epoch' else 4
+    assert got == _batches(_runner(loop, seed=123), skip)
     # the new run's seed would have shuffled otherwise
-    assert got != _batches(_runner(loop, seed=999).train_dataloader.sampler,
-                           skip)
+    assert got != _batches(_runner(loop, seed=999), skip)

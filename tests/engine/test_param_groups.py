@@ -57,7 +57,6 @@ def test_same_updates_in_three_groups():
     ow['optimizer']['fused'] = False  # compare the constructors alone
     ours = build(model, ow, 'MergedParamGroupsConstructor').optimizer
     default = build(twin, ow).optimizer
-    assert len(default.param_groups) == len(list(model.parameters()))
     # weights (decay 0.05); norms and biases (0); class token and position
     # embedding (0, with decay_mult)
     assert len(ours.param_groups) == 3

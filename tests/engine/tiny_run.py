@@ -25,12 +25,9 @@ model = dict(
                   arch=dict(embed_dims=32, num_layers=2, num_heads=2,
                             feedforward_channels=64),
                   img_size=32, patch_size=8, drop_path_rate=0.2),
-    head=dict(type='VisionTransformerClsHead', num_classes=3, in_channels=32,
-              loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1,
-                        mode='original')),
+    head=dict(type='VisionTransformerClsHead', num_classes=3, in_channels=32),
     train_cfg=dict(augments=[dict(type='CutMix', alpha=1.0)]))
-data_preprocessor = dict(num_classes=3, mean=[127.5] * 3, std=[127.5] * 3,
-                         to_rgb=True)
+data_preprocessor = dict(num_classes=3)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0)),

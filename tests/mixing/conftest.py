@@ -98,12 +98,11 @@ def resized_partner(record, inputs, interpolation):
     resized into the bounding box of ``pixel_weights[:, 1] > 0``."""
     rows, cols = record.pixel_weights[0, 1].nonzero(as_tuple=True)
     pasted = torch.zeros_like(inputs, dtype=torch.float32)
-    if rows.numel():
-        y1, y2 = int(rows.min()), int(rows.max()) + 1
-        x1, x2 = int(cols.min()), int(cols.max()) + 1
-        pasted[..., y1:y2, x1:x2] = F.interpolate(
-            inputs[record.source_index[:, 1]], size=(y2 - y1, x2 - x1),
-            mode=interpolation, align_corners=False)
+    y1, y2 = int(rows.min()), int(rows.max()) + 1  # an empty box: refused
+    x1, x2 = int(cols.min()), int(cols.max()) + 1
+    pasted[..., y1:y2, x1:x2] = F.interpolate(
+        inputs[record.source_index[:, 1]], size=(y2 - y1, x2 - x1),
+        mode=interpolation, align_corners=False)
     return pasted
 
 

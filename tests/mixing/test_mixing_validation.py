@@ -74,8 +74,10 @@ CUTMIX, MIXUP = dict(type='TLCutMix', alpha=1.0), dict(type='TLMixup',
 def test_random_batch_augment_arguments(augments, probs, message):
     with pytest.raises(ValueError, match='TLRandomBatchAugment: ' + message):
         TLRandomBatchAugment(augments, probs)
-    assert TLRandomBatchAugment([CUTMIX, MIXUP], [0.5, 0.5]).probs == [
+    given = [0.5, 0.5]
+    assert TLRandomBatchAugment([CUTMIX, MIXUP], given).probs == [
         0.5, 0.5, 0.0]
+    assert given == [0.5, 0.5], 'the config list was modified'
     assert TLRandomBatchAugment(CUTMIX, 0.25).probs == [0.25, 0.75]
 
 
