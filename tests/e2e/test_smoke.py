@@ -17,6 +17,7 @@ import os.path as osp
 import pytest
 
 from tests.tool_scripts import ROOT, load_tool
+from tools.config_snapshot import config_paths
 
 SMOKE = load_tool('smoke.py')
 DEIT = 'mmpretrain::deit/deit-tiny_4xb256_in1k.py'
@@ -38,9 +39,7 @@ SMOKE_SET = [
     'robustness/deit-tiny_in1k_test-imagenet-c.py',
     'demo/sl-vit-tiny-p4_1xb64-tlalign_digits.py',
 ]
-ALL = sorted(osp.relpath(p, osp.join(ROOT, 'configs')) for p in glob.glob(
-    osp.join(ROOT, 'configs', '**', '*.py'), recursive=True)
-    if '_base_' not in p.split(osp.sep))
+ALL = [osp.relpath(p, 'configs') for p in config_paths()]
 
 
 def check(result: dict, test: bool) -> None:
