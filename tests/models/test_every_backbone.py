@@ -120,8 +120,8 @@ def test_training_labels_follow_the_forward_that_ran(name, follow):
     with attention_calls(backbone) as calls:
         aligned = []
         recorded = loss_and_grads(lambda: aligned.append(aligned_forward(
-            backbone, images, pw, keep_history=True,
-            follow_drop_path=follow)) or aligned[0].feats)
+            backbone, images, pw, options=dict(follow_drop_path=follow),
+            keep_history=True)) or aligned[0].feats)
     aligned = aligned[0]
     # The recorded forward is the plain one: same draws, tokens, gradients.
     assert len(recorded) == len(plain)

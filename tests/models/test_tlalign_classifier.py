@@ -93,6 +93,28 @@ def test_loss_uses_the_aligned_label(batch_size, align_cfg):
     assert torch.equal(torch.stack([s.gt_score for s in samples]), mixed)
 
 
+@pytest.mark.parametrize('impl', ['sdpa', 'explicit'])
+def test_the_options_reach_every_block_as_one_object(impl, monkeypatch):
+    """``align_cfg`` is checked once into an ``AlignOptions`` that reaches
+    ``Ā Y`` of every block: its ``impl`` chooses the path (no tool needs to
+    rebind a package function), and the labels are the same."""
+    import tlalign_mm.core.records as records
+    model = build(align_cfg=dict(impl=impl))
+    assert model.align_cfg.impl == impl
+    batch = mixed_batch(model)
+    paths, attend = [], records.head_mean_attention
+
+    def spy(*args, **kwargs):
+        paths.append(args[5])  # (q, k, labels, bias, scale, impl, ...)
+        return attend(*args, **kwargs)
+
+    monkeypatch.setattr(records, 'head_mean_attention', spy)
+    aligned = trained_target(model, batch)
+    assert paths == [impl] * ARCH['num_layers']
+    monkeypatch.undo()
+    torch.testing.assert_close(aligned, trained_target(build(), batch))
+
+
 def test_cutmix_training_predict_and_checkpoints_are_image_classifiers():
     """A checkpoint loads strictly into mmpretrain's ImageClassifier, and
     with target='cutmix' (taps on: the recording is there for every
@@ -127,6 +149,10 @@ BAD_OPTIONS = {  # name: (model_cfg's arguments, error, match)
                            'follow_drop_path must be True or False'),
     'unknown key': (dict(align_cfg=dict(align_layer='last')), ValueError,
                     r"known: \['align_layers'"),
+    'align_cfg not a dict': (dict(align_cfg='abc'), TypeError,
+                             'align_cfg.* must be a dict'),
+    'unknown attention path': (dict(align_cfg=dict(impl='cuda')),
+                               ValueError, 'impl must be one of'),
     'layer out of range': (dict(align_cfg=dict(align_layers=[2])),
                            ValueError, 'out of range'),
     # the removed wrapper, with a typo it used to drop silently

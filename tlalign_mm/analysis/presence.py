@@ -93,8 +93,10 @@ def token_presence(backbone: nn.Module,
             area_share = torch.zeros(B, S, device=images.device)
             area_share[:, -1] = 1
         aligned = aligned_forward(backbone, images, pw, area_share,
-                                  align_layers=[layer], residual_norm=False,
-                                  follow_drop_path=False, keep_history=True)
+                                  dict(align_layers=[layer],
+                                       residual_norm=False,
+                                       follow_drop_path=False),
+                                  keep_history=True)
         before, after = aligned.history[layer], aligned.history[layer + 1]
         if before.shape[1] == n_tokens:  # not across a patch merging
             # the extra tokens hold the last source, the patches the others

@@ -93,8 +93,8 @@ def align(recorded: Recorded,
           pixel_weights: torch.Tensor,
           area_share: Optional[torch.Tensor] = None,
           options: AlignOptions = AlignOptions(),
-          keep_history: bool = False,
-          impl: str = 'auto') -> Tuple[torch.Tensor, List[torch.Tensor]]:
+          keep_history: bool = False
+          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
     """The labels of a recorded forward (TL-Align, Eq. 5): the initial
     labels, then ``Y <- (Y + Ā Y) / 2`` per block with the token steps in
     between, in one float32, no-grad context.
@@ -105,10 +105,10 @@ def align(recorded: Recorded,
             each source.
         area_share (Tensor, optional): ``(B, S)``, the extra tokens'
             initial label; default each source's pixel share.
-        options (AlignOptions): checked by :func:`.align_options`.
+        options (AlignOptions): the rule's options, and ``impl``, the path
+            of :func:`.head_mean_attention`.
         keep_history (bool): also return the labels before the first block
             and after every block.
-        impl (str): the path of :func:`.head_mean_attention`.
 
     Returns:
         tuple: the ``(B, N_l, S)`` labels of the tokens the head reads, and
@@ -144,20 +144,20 @@ def align(recorded: Recorded,
             if i == num_blocks:
                 break
             if aligned is None or i in aligned:
-                labels = _block(slot, labels, options.residual_norm,
-                                options.follow_drop_path, impl)
+                labels = _block(slot, labels, options)
             if keep_history:
                 history.append(labels)
     return (labels if head_after is None else head), history
 
 
-def _block(slot, labels, residual_norm, follow_drop_path, impl):
+def _block(slot, labels, options: AlignOptions):
     """One block: its key map, ``Ā Y``, and :func:`residual_align`."""
     key_map, keys, padded = slot.key_map, labels, False
     if key_map is not None:
         keys, padded = key_map.to_keys(labels), key_map.padded
-    attended, mass = slot.attend(keys, padded, impl)
+    attended, mass = slot.attend(keys, padded, options.impl)
     if key_map is not None:
         attended, mass = key_map.to_queries(attended, mass)
-    return residual_align(labels, attended, residual_norm,
-                          slot.keep if follow_drop_path else None, mass)
+    return residual_align(labels, attended, options.residual_norm,
+                          slot.keep if options.follow_drop_path else None,
+                          mass)

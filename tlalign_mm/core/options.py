@@ -1,12 +1,20 @@
 """The alignment options, checked where they are given (the classifier's
-``align_cfg``, :func:`tlalign_mm.align_labels`, the analyses)."""
-from typing import Iterable, Mapping, NamedTuple, Optional, Set, Union
+``align_cfg``, :func:`tlalign_mm.align_labels`, the analyses) and passed on
+as one object."""
+from dataclasses import dataclass, fields
+from typing import Iterable, Mapping, Optional, Set, Union
+
+from .attention import IMPLS
 
 AlignLayers = Union[str, Iterable[int], None]
 
 
-class AlignOptions(NamedTuple):
-    """The rule's options (see :mod:`tlalign_mm.core.alignment`).
+@dataclass(frozen=True)
+class AlignOptions:
+    """The rule's options (see :mod:`tlalign_mm.core.alignment`), checked
+    when built: an ``AlignOptions`` is always a valid one, so it travels
+    from the config to :func:`~tlalign_mm.core.align` by name, unpacked by
+    no one and checked once.
 
     Attributes:
         align_layers: ``'all'``, ``'last'`` or the block indices that align
@@ -15,27 +23,50 @@ class AlignOptions(NamedTuple):
         follow_drop_path (bool): a sample whose attention branch drop-path
             removed keeps its labels in that block; ``False`` ignores
             drop-path, like the original code.
+        impl (str): how ``Ā Y`` is computed from recorded queries and keys
+            (:func:`~tlalign_mm.core.head_mean_attention`: ``'auto'``,
+            ``'sdpa'``, ``'triton'``, ``'explicit'``); the same labels to
+            float32 rounding, a different cost.
     """
     align_layers: AlignLayers = 'all'
     residual_norm: bool = True
     follow_drop_path: bool = True
+    impl: str = 'auto'
+
+    def __post_init__(self):
+        for name in ('residual_norm', 'follow_drop_path'):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f'TL-Align option {name} must be True or '
+                                f'False, got {getattr(self, name)!r}.')
+        if not isinstance(self.impl, str) or self.impl not in IMPLS:
+            raise ValueError(f'TL-Align option impl must be one of {IMPLS}, '
+                             f'got {self.impl!r}.')
+        if isinstance(self.align_layers, Iterable) and \
+                not isinstance(self.align_layers, str):
+            # a list from a config: kept as a tuple (immutable, read once)
+            object.__setattr__(self, 'align_layers',
+                               tuple(self.align_layers))
+        resolve_align_layers(self.align_layers)
 
 
-def align_options(cfg: Optional[Mapping] = None) -> AlignOptions:
-    """``cfg`` (a dict of some of :class:`AlignOptions`' fields) checked:
-    unknown keys are refused with the known ones named, the switches must
-    be bools (a string ``'no'`` is not ``False``), ``align_layers`` as
+def align_options(cfg: Union[Mapping, AlignOptions, None] = None
+                  ) -> AlignOptions:
+    """``cfg`` (a dict of some of :class:`AlignOptions`' fields, or one)
+    checked: anything but a mapping is refused, unknown keys are refused
+    with the known ones named, the switches must be bools (a string
+    ``'no'`` is not ``False``), ``align_layers`` as
     :func:`resolve_align_layers` accepts."""
+    if isinstance(cfg, AlignOptions):
+        return cfg
+    known = [f.name for f in fields(AlignOptions)]
+    if cfg is not None and not isinstance(cfg, Mapping):
+        raise TypeError(f'TL-Align options (align_cfg) must be a dict of '
+                        f'{known}, got {cfg!r}.')
     cfg = dict(cfg or {})
-    unknown = sorted(set(cfg) - set(AlignOptions._fields))
+    unknown = sorted(set(cfg) - set(known))
     if unknown:
         raise ValueError(f'Unknown TL-Align options {unknown}; known: '
-                         f'{list(AlignOptions._fields)}.')
-    for name in ('residual_norm', 'follow_drop_path'):
-        if not isinstance(cfg.get(name, True), bool):
-            raise TypeError(f'TL-Align option {name} must be True or False, '
-                            f'got {cfg[name]!r}.')
-    resolve_align_layers(cfg.get('align_layers', 'all'))
+                         f'{known}.')
     return AlignOptions(**cfg)
 
 

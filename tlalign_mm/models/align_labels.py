@@ -92,7 +92,9 @@ def align_labels(
     """
     check_align_inputs(backbone, images, pixel_weights, targets, area_share)
     aligned = aligned_forward(backbone, images, pixel_weights, area_share,
-                              align_layers, residual_norm, follow_drop_path,
+                              dict(align_layers=align_layers,
+                                   residual_norm=residual_norm,
+                                   follow_drop_path=follow_drop_path),
                               keep_history=return_token_labels)
     labels = aligned.expand(targets)
     return (labels, aligned.history) if return_token_labels else labels

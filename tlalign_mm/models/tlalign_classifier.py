@@ -48,9 +48,9 @@ class TLAlignClassifier(ImageClassifier):
         backbone (dict): the backbone config; ``self.backbone`` is that
             backbone, with the recording taps on it.
         align_cfg (dict, optional): ``align_layers``, ``residual_norm``,
-            ``follow_drop_path`` (:class:`tlalign_mm.core.AlignOptions`),
-            checked here (unknown keys, non-bool switches); ``self.align_cfg``
-            is the checked ``AlignOptions``.
+            ``follow_drop_path``, ``impl`` (:class:`tlalign_mm.core.
+            AlignOptions`), checked here (unknown keys, non-bool switches);
+            ``self.align_cfg`` is the checked ``AlignOptions``.
         data_preprocessor (dict, optional): defaults to type
             ``TLAlignDataPreprocessor``, built with ``train_cfg`` as its
             batch augments and the backbone's patch size (for
@@ -149,7 +149,7 @@ class TLAlignClassifier(ImageClassifier):
         else:
             aligned = aligned_forward(self.backbone, inputs,
                                       mix.pixel_weights, mix.area_share,
-                                      *self.align_cfg,
+                                      self.align_cfg,
                                       recording=self.recording)
         feats = self.neck(aligned.feats) if self.with_neck else aligned.feats
         # Fresh samples: the caller's keep the mixed target.

@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from mmpretrain.models.backbones import VisionTransformer
 
-from tlalign_mm.core import MixRecord
+from tlalign_mm.core import AlignOptions, MixRecord
 from tlalign_mm.core.transmix import (
     TOKEN_MASKS,
     nearest_pixel_weights,
@@ -55,6 +55,12 @@ def check_transmix_cfg(transmix_cfg: dict) -> dict:
     return cfg
 
 
+#: TransMix's weights by the rule's own loop: the last block's attention
+#: alone, ``Y <- Ā Y``, drop-path ignored (see :func:`transmix_forward`).
+_TRANSMIX_RULE = AlignOptions(align_layers='last', residual_norm=False,
+                              follow_drop_path=False)
+
+
 def transmix_forward(backbone: nn.Module, images: torch.Tensor,
                      pixel_weights: torch.Tensor,
                      recording: Optional[Recording] = None
@@ -76,8 +82,7 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
     own = F.one_hot(torch.full((B, ), S, device=pixel_weights.device),
                     S + 1).float()
     aligned = aligned_forward(backbone, images, pixel_weights, own,
-                              align_layers='last', residual_norm=False,
-                              follow_drop_path=False, recording=recording)
+                              _TRANSMIX_RULE, recording=recording)
     return aligned._replace(weights=aligned.weights[:, :S])
 
 
