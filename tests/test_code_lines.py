@@ -1,5 +1,7 @@
 """tools/code_lines.py counts code, not docstrings, comments or blanks."""
-from .tool_scripts import load_tool
+import runpy
+
+from .cli import ROOT
 
 SOURCE = '''"""Module docstring,
 two lines."""
@@ -19,4 +21,5 @@ class A:
 
 def test_counts_only_code_lines():
     # class, x = (1, / 2), def, the second string, return
-    assert load_tool('code_lines.py').code_lines(SOURCE) == 6
+    code_lines = runpy.run_path(f'{ROOT}/tools/code_lines.py')['code_lines']
+    assert code_lines(SOURCE) == 6

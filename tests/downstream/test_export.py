@@ -9,15 +9,14 @@ crafted ``config_code`` file on the ``export`` path.)"""
 import json
 import os
 import re
-import sys
 
 import pytest
 import timm
 import torch
 
 import tlalign_mm.downstream  # noqa: F401
+from tests.cli import export_cli, run_script, tool_main
 from tests.crafted_checkpoints import _Reduce
-from tests.tool_scripts import export_cli, load_tool
 from tlalign_mm.checkpoint import CheckpointError, CheckpointMismatchError
 from tlalign_mm.downstream.export import check_export, export_backbone
 
@@ -25,7 +24,7 @@ from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint
 
 PRETRAIN = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')
 TIMM = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2)
-main = load_tool('export_backbone.py').main
+main = tool_main('export_backbone.py')
 
 
 def unsafe_globals_without_allow_list(path: str) -> list:
@@ -157,16 +156,13 @@ def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(
     evil, marker = tmp_path / 'evil.pth', tmp_path / 'MARK'
     torch.save({'meta': _Reduce(open, (str(marker), 'w'))}, evil)
     monkeypatch.setenv('TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD', '1')
-    tool = load_tool(name)
-    argv = [tool.__file__, *(a.format(evil=evil, tmp=tmp_path) for a in args)]
-    monkeypatch.setattr(sys, 'argv', argv)
+    argv = [a.format(evil=evil, tmp=tmp_path) for a in args]
     with pytest.raises(SystemExit, match='^1$'):
-        tool.run_tool(tool.main)
+        run_script(name, argv)
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and err.startswith(
         f"error: Refused checkpoint '{evil}': it pickles objects outside "
         'the weights-only allow-list (io.open)')
     assert sorted(os.listdir(tmp_path)) == ['evil.pth']
-    monkeypatch.setattr(sys, 'argv', argv + ['--debug'])
     with pytest.raises(CheckpointError, match='io.open'):
-        tool.run_tool(tool.main)
+        run_script(name, argv + ['--debug'])
