@@ -386,7 +386,7 @@ def rows_of(name, settings, note, planned):
 
 
 # ---------------------------------------------------------------------------
-# Syncs, CUDA tests, environment
+# Syncs, environment
 # ---------------------------------------------------------------------------
 def first_sync(fn):
     """'pass', or the sync error and the innermost frame outside torch."""
