@@ -9,15 +9,19 @@ and the ``hparams`` mmpretrain's docstrings promise it (a key its
 each op with a ``magnitude_range``), and every ``hparams`` key reaches some
 op. mmpretrain 1.2.0's own ``AutoAugment`` builds its ops without its
 ``hparams`` (``auto_augment.py:74-76``): the CIFAR configs' PIL ops were
-built with ``channel_order='bgr'`` on RGB arrays (issue 38)."""
+built with ``channel_order='bgr'`` on RGB arrays (issue 38). The same for
+every dataloader's sampler and loader options, and the top-level
+``data_preprocessor`` the Runner ignores where the model has one."""
 import copy
 import inspect
 from itertools import product
 
 import numpy as np
 import pytest
+import torch
 from mmcv import transforms as mmcv_transforms
-from mmengine.registry import TRANSFORMS, DefaultScope
+from mmengine.registry import DATA_SAMPLERS, TRANSFORMS, DefaultScope
+from mmengine.runner import Runner
 from mmpretrain.datasets.transforms.auto_augment import (
     AUTOAUG_POLICIES,
     RANDAUG_POLICIES,
@@ -79,10 +83,11 @@ def named_args(cls) -> set:
             .items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-def registered(cfg: dict, scope: str):
+def registered(cfg: dict, scope: str, root=TRANSFORMS):
+    """The class ``cfg`` names, in the registry of its ``_scope_`` or
+    ``scope`` under mmengine's ``root``, and that registry's scope."""
     with DefaultScope.overwrite_default_scope(scope), \
-            TRANSFORMS.switch_scope_and_registry(
-                cfg.get('_scope_')) as registry:
+            root.switch_scope_and_registry(cfg.get('_scope_')) as registry:
         return registry.get(cfg['type']), registry.scope
 
 
@@ -161,4 +166,67 @@ def test_every_pipeline_builds_with_every_option_the_config_gives(path):
                 # a copy: TestTimeAug builds into the lists it is given
                 built = TRANSFORMS.build(copy.deepcopy(t))
             problems += check(t, built, scope, f'{where}.{i}')
+    assert not problems, '\n'.join(problems)
+
+
+class _StandIn(torch.utils.data.Dataset):
+    """A dataset of 12 items, for the samplers and loaders."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, index):
+        return index
+
+
+@pytest.mark.filterwarnings('ignore:This DataLoader will create')
+@pytest.mark.parametrize('path', config_paths(), ids=str)
+def test_every_dataloader_holds_the_options_the_config_gives(path):
+    """``Runner.build_dataloader`` on a stand-in dataset: the sampler's and
+    batch sampler's options on them, the rest on the ``DataLoader``; and
+    the top-level ``data_preprocessor``, which the Runner hands the model
+    only where the model has none (``model.setdefault``, mmengine
+    ``runner.py:426-428``), is the model's where the model has one."""
+    cfg = load(path)
+    scope = cfg.get('default_scope')
+    problems = []
+    for split in ('train', 'val', 'test'):
+        given = cfg.get(f'{split}_dataloader')
+        if not given:
+            continue
+        given = copy.deepcopy(given.to_dict())
+        with DefaultScope.overwrite_default_scope(scope):
+            loader = Runner.build_dataloader(dict(given, dataset=_StandIn()))
+        for key, options in given.items():
+            if key == 'dataset':
+                continue
+            where = f'{split}_dataloader.{key}'
+            if key in ('sampler', 'batch_sampler'):
+                built = loader.batch_sampler.sampler if (
+                    key == 'sampler' and 'batch_sampler' in given) else \
+                    getattr(loader, key)
+                cls, _ = registered(options, scope, DATA_SAMPLERS)
+                if type(built) is not cls:
+                    problems.append(f'{where}: built {type(built)}, not '
+                                    f'{cls}')
+                problems += [
+                    f'{where}.{k}={v!r}, built {getattr(built, k, None)!r}'
+                    for k, v in options.items()
+                    if k not in ('type', '_scope_')
+                    and not same(getattr(built, k, None), v)]
+                continue
+            held = loader.batch_sampler.batch_size if (
+                key == 'batch_size' and 'batch_sampler' in given) else \
+                getattr(loader, key, None)
+            if not same(held, options):
+                problems.append(f'{where}={options!r}, built {held!r}')
+    model = cfg.get('model')
+    top = cfg.get('data_preprocessor')
+    if top is not None and 'data_preprocessor' in model:
+        if {k: v for k, v in top.items() if k != '_scope_'} != {
+                k: v for k, v in model.data_preprocessor.items()
+                if k != '_scope_'}:
+            problems.append('data_preprocessor is not the model\'s: the '
+                            f'Runner ignores it ({top} vs '
+                            f'{model.data_preprocessor})')
     assert not problems, '\n'.join(problems)
