@@ -29,7 +29,7 @@ from mmpretrain.datasets.transforms.auto_augment import (
     RandAugment,
 )
 
-from tools.config_snapshot import config_paths, load
+from tlalign_mm.testing.configs import config_paths, load
 
 # RandAugment hands these to every op with a magnitude_range
 # (auto_augment.py:211-235; it drops a policy's `magnitude_key`, which the

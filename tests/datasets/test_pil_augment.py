@@ -30,7 +30,7 @@ from tests.test_sl_vit_configs import (
     RANGES,
 )
 from tlalign_mm.datasets.synthetic import write_cifar, write_tiny_imagenet
-from tools.config_snapshot import ROOT
+from tlalign_mm.testing.configs import ROOT
 
 # aanna0701/SPT_LSA_ViT@54bd796 utils/transforms.py:48-53, 56-58, 71-73,
 # verbatim but for random.choice([-1, 1]), passed in as `s` (Rotate has
