@@ -27,7 +27,7 @@ import torch
 
 from .options import AlignOptions, resolve_align_layers
 from .records import Recorded
-from .token_labels import with_extra_tokens
+from .token_labels import readout, with_extra_tokens
 
 
 def residual_align(labels: torch.Tensor,
@@ -95,9 +95,10 @@ def align(recorded: Recorded,
           options: AlignOptions = AlignOptions(),
           keep_history: bool = False
           ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
-    """The labels of a recorded forward (TL-Align, Eq. 5): the initial
-    labels, then ``Y <- (Y + Ā Y) / 2`` per block with the token steps in
-    between, in one float32, no-grad context.
+    """The label of what the head reads, from a recorded forward (TL-Align,
+    Eq. 5): the initial labels, then ``Y <- (Y + Ā Y) / 2`` per block with
+    the token steps in between, up to the head's block and readout, in one
+    float32, no-grad context.
 
     Args:
         recorded (Recorded): what the forward recorded, one slot per block.
@@ -111,9 +112,10 @@ def align(recorded: Recorded,
             and after every block.
 
     Returns:
-        tuple: the ``(B, N_l, S)`` labels of the tokens the head reads, and
-        the history (empty unless ``keep_history``); a RuntimeError where a
-        slot misses a part its hooks record.
+        tuple: ``(B, S)``, the label of what the head reads (the
+        ``recorded.readout`` of the tokens after ``recorded.head_after``),
+        and the ``(B, N_l, S)`` history (empty unless ``keep_history``); a
+        RuntimeError where a slot misses a part its hooks record.
     """
     slots, head_after = recorded.slots, recorded.head_after
     num_blocks = len(slots) - 1
@@ -147,7 +149,8 @@ def align(recorded: Recorded,
                 labels = _block(slot, labels, options)
             if keep_history:
                 history.append(labels)
-    return (labels if head_after is None else head), history
+    return readout(labels if head_after is None else head,
+                   recorded.readout), history
 
 
 def _block(slot, labels, options: AlignOptions):

@@ -92,8 +92,13 @@ class Recorded(NamedTuple):
         head_after (tuple, optional): ``(j, through_step)``: the head reads
             the tokens after block ``j`` (and the token step after it, if
             ``through_step``); ``None``: after the last.
+        readout (tuple): ``(start, stop)``: of those tokens, the head reads
+            the mean of ``tokens[:, start:stop]``
+            (:func:`~.token_labels.readout`): ``(0, 1)`` a class token,
+            ``(extra_tokens, None)`` the patch tokens' mean.
     """
     slots: List[Slot]
     embed: Callable[[torch.Tensor], torch.Tensor]
     extra_tokens: int = 0
     head_after: Optional[Tuple[int, bool]] = None
+    readout: Tuple[int, Optional[int]] = (0, None)

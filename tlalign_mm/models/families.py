@@ -27,15 +27,19 @@ class Tap(NamedTuple):
 class Description(NamedTuple):
     """What TL-Align needs to know about a built backbone: its ``blocks``
     in order; the ``taps``; the patch ``embed`` (its token rule gives the
-    initial labels); ``extra_tokens``, ``head_after`` as
-    :class:`~tlalign_mm.core.Recorded`'s; ``readout``: the head reads the
-    mean of ``tokens[:, start:stop]`` (:func:`tlalign_mm.core.readout`)."""
+    initial labels); ``extra_tokens``, ``head_after`` and ``readout`` (the
+    head reads the mean of ``tokens[:, start:stop]``) as
+    :class:`~tlalign_mm.core.Recorded`'s; ``token_size``: ``(h, w)``, the
+    pixels a side of the tokens the first block attends over (what
+    ``TLTokenCutMix`` cuts, TransMix's token mask and the presence analysis
+    use; ``None``: not stated, and those refuse the backbone)."""
     blocks: List[nn.Module]
     taps: List[Tap]
     embed: nn.Module
     extra_tokens: int = 0
     head_after: Optional[Tuple[int, bool]] = None
     readout: Tuple[int, Optional[int]] = (0, None)
+    token_size: Optional[Tuple[int, int]] = None
 
 
 def part(backbone: nn.Module, name: str) -> nn.Module:
@@ -108,9 +112,10 @@ def describe_vit(backbone: nn.Module) -> Description:
                 "for qk_scale), not torch's SDPA; leave qk_scale unset.")
         taps += [Tap(i, attns[0].qkv, 'qkv', attns[0]),
                  Tap(i, getattr(attns[0], 'out_drop', None), 'keep')]
-    return Description(layers, taps, part(backbone, 'patch_embed'),
+    embed = part(backbone, 'patch_embed')
+    return Description(layers, taps, embed,
                        getattr(backbone, 'num_extra_tokens', 0), None,
-                       vit_readout(backbone, len(layers)))
+                       vit_readout(backbone, len(layers)), embed_stride(embed))
 
 
 def describe_beit(backbone: nn.Module) -> Description:
@@ -130,9 +135,10 @@ def describe_beit(backbone: nn.Module) -> Description:
                 f'is a {type(layer).__name__} with {type(attn).__name__}.')
         taps += [Tap(i, attn.attn_drop, 'attn_drop_input'),
                  Tap(i, layer.drop_path, 'keep')]
-    return Description(layers, taps, part(backbone, 'patch_embed'),
+    embed = part(backbone, 'patch_embed')
+    return Description(layers, taps, embed,
                        getattr(backbone, 'num_extra_tokens', 0), None,
-                       vit_readout(backbone, len(layers)))
+                       vit_readout(backbone, len(layers)), embed_stride(embed))
 
 
 def describe_swin(backbone: nn.Module) -> Description:
@@ -166,8 +172,9 @@ def describe_swin(backbone: nn.Module) -> Description:
     last = last_output_block(ends, backbone.out_indices)
     through = getattr(backbone, 'out_after_downsample', False) and \
         backbone.stages[ends.index(last)].downsample is not None
-    return Description(blocks, taps, part(backbone, 'patch_embed'), 0,
-                       (last, through))
+    embed = part(backbone, 'patch_embed')
+    return Description(blocks, taps, embed, 0, (last, through),
+                       token_size=embed_stride(embed))
 
 
 def describe_pvt(backbone: nn.Module) -> Description:
@@ -200,8 +207,10 @@ def describe_pvt(backbone: nn.Module) -> Description:
             taps += [Tap(i, sra.attn, 'mha_weights'), Tap(i, sra, 'reduction'),
                      Tap(i, sra.dropout_layer, 'keep')]
         ends.append(len(blocks) - 1)
-    return Description(blocks, taps, backbone.layers[0][0], 0,
-                       (last_output_block(ends, backbone.out_indices), False))
+    embed = backbone.layers[0][0]
+    return Description(blocks, taps, embed, 0,
+                       (last_output_block(ends, backbone.out_indices), False),
+                       token_size=embed_stride(embed))
 
 
 _TIMM = 'timm.models.vision_transformer.'
@@ -260,7 +269,8 @@ def describe_timm(backbone: nn.Module) -> Description:
                  Tap(i, attn.k_norm, 'k_norm'),
                  Tap(i, block.drop_path1, 'keep')]
     return Description(list(model.blocks), taps, model.patch_embed,
-                       model.num_prefix_tokens, None, timm_readout(model))
+                       model.num_prefix_tokens, None, timm_readout(model),
+                       tuple(model.patch_embed.patch_size))
 
 
 FAMILIES = {
@@ -295,9 +305,11 @@ def describe(backbone: nn.Module) -> Description:
     return description
 
 
-def patch_size(embed: nn.Module) -> Optional[Tuple[int, int]]:
-    """``(ph, pw)``: the patch embedding conv's stride, or its
-    ``patch_size`` (SPT); ``None`` if neither."""
+def embed_stride(embed: nn.Module) -> Optional[Tuple[int, int]]:
+    """``(ph, pw)``: a patch embedding conv's stride, or its ``patch_size``
+    (SPT); ``None`` if neither: the token size of the families whose first
+    block attends over the embedding's tokens (a family whose embedding is
+    followed by more token-making layers states its own)."""
     conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
     if isinstance(conv, nn.Conv2d):
         return tuple(int(s) for s in conv.stride)

@@ -179,7 +179,7 @@ class Recording:
             slots, self.slots = self.slots, None
         d = self.description
         return feats, Recorded(slots, self._embed, d.extra_tokens,
-                               d.head_after)
+                               d.head_after, d.readout)
 
     def remove(self) -> None:
         for handle in self._handles:

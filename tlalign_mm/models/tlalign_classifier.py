@@ -12,7 +12,7 @@ from tlalign_mm.core import MixRecord, align_options, resolve_align_layers
 from tlalign_mm.core.label_drift import label_drift
 
 from .aligned_forward import aligned_forward
-from .families import describe, patch_size
+from .families import describe
 from .taps import Recording
 from .transmix import (
     check_transmix_backbone,
@@ -53,8 +53,8 @@ class TLAlignClassifier(ImageClassifier):
             ``self.align_cfg`` is the checked ``AlignOptions``.
         data_preprocessor (dict, optional): defaults to type
             ``TLAlignDataPreprocessor``, built with ``train_cfg`` as its
-            batch augments and the backbone's patch size (for
-            ``TLTokenCutMix``).
+            batch augments and the token size the backbone's description
+            states (for ``TLTokenCutMix``).
         target (str): the training target of a mixed batch.
 
             - ``'tlalign'`` (default): the aligned label of what the head
@@ -100,7 +100,7 @@ class TLAlignClassifier(ImageClassifier):
             data_preprocessor.setdefault('batch_augments', train_cfg)
             if _takes_patch_size(data_preprocessor['type']):
                 data_preprocessor.setdefault('patch_size',
-                                             patch_size(description.embed))
+                                             description.token_size)
                 data_preprocessor.setdefault('model_name',
                                              type(backbone).__name__)
         super().__init__(backbone, *args, data_preprocessor=data_preprocessor,
