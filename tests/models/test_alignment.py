@@ -168,8 +168,8 @@ def test_padding_rule_and_lsa_mask_are_what_is_tested(name, monkeypatch):
 
 
 def _swin_v2_without_merging_rule(monkeypatch):
-    from tlalign_mm.models.token_rules import TOKEN_RULES
-    monkeypatch.delitem(TOKEN_RULES,
+    from tlalign_mm.registry import TOKEN_RULES
+    monkeypatch.delitem(TOKEN_RULES.module_dict,
                         'mmpretrain.models.utils.embed.PatchMerging')
     return build(zoo.SWIN_V2)
 
@@ -214,7 +214,8 @@ BAD = {  # name: (backbone, call's changes, error, match)
                                            NotImplementedError,
                                            'PatchMerging'),
     'a Conv2d': (lambda mp: torch.nn.Conv2d(3, 3, 1), {},
-                 NotImplementedError, 'no family description'),
+                 NotImplementedError,
+                 'TL-Align aligns labels through attention; Conv2d has none'),
     'align_layers out of range': (zoo.VIT, dict(align_layers=[7]),
                                   ValueError, 'out of range'),
     "align_layers='first'": (zoo.VIT, dict(align_layers='first'), ValueError,
@@ -224,9 +225,14 @@ BAD = {  # name: (backbone, call's changes, error, match)
                               ValueError, "type='PooledTIMMBackbone'"),
     'TIMMBackbone of a Swin': (dict(TIMM_SWIN, type='TIMMBackbone'), {},
                                NotImplementedError,
-                               'VisionTransformer family.*SwinTransformer'),
+                               "timm's Swin .*type='SwinTransformer'"),
     'bare timm ResNet': (timm_model('resnet18'), {}, NotImplementedError,
-                         'does not record timm'),
+                         'through attention; ResNet has none'),
+    'timm Eva (no family)': (timm_model('eva02_tiny_patch14_224',
+                                        img_size=28, depth=1),
+                             {}, NotImplementedError, 'no family for Eva: '
+                             r'none describes its attention \(timm.models'
+                             r'.eva.EvaAttention\)'),
     'timm PatchDropout': (timm_model(patch_drop_rate=0.5), {},
                           NotImplementedError, 'PatchDropout'),
     'timm DiffAttention': (timm_model(attn_layer='diff'), {},

@@ -30,7 +30,7 @@ from mmcv.cnn.bricks.transformer import PatchEmbed
 from tlalign_mm import align_labels
 from tlalign_mm.checkpoint import load_strictly
 from tlalign_mm.models import Recording, aligned_forward, describe
-from tlalign_mm.models.families import FAMILIES
+from tlalign_mm.registry import FAMILIES
 
 from . import zoo
 from .dense import ATTENTIONS, attention_calls, dense_labels, dense_reference
@@ -292,7 +292,7 @@ def test_the_design_doc_family_matches_the_dense_reference(monkeypatch):
         text = f.read().split('### Adding a backbone', 1)[1]
     namespace = {}
     exec(re.search(r'```python\n(.*?)```', text, re.S).group(1), namespace)
-    monkeypatch.setitem(FAMILIES, f'{__name__}.ToyAttention',
+    monkeypatch.setitem(FAMILIES.module_dict, f'{__name__}.ToyAttention',
                         namespace['describe_toy_vit'])
     backbone = zoo.randomise(ToyViT()).eval()
     images, pw, targets = random_mix(2, 2, 32, 32, box=(3, 21, 5, 30))
