@@ -159,7 +159,7 @@ BAD_OPTIONS = {  # name: (model_cfg's arguments, error, match)
     'TLAlignBackbone with a typo': (dict(backbone=dict(
         type='TLAlignBackbone', align_layer='last',
         backbone=model_cfg()['backbone'])), ValueError,
-        r"options \['align_layers'.*\['align_layer'\] are not among them"),
+        r"options \['align_layers'.*\['align_layer'\] are none of them"),
     'bad target': (dict(target='mixup'), ValueError,
                    "'tlalign', 'transmix', 'cutmix'"),
     'transmix mask': (dict(target='transmix',
