@@ -1,6 +1,13 @@
 """TL-Align through every family against the dense reference
 (:mod:`.dense`): labels after every block and the final label, in class
-space, with the labels moved far beyond the tolerance."""
+space, with the labels moved far beyond the tolerance.
+
+A new family is a row of :data:`CASES` with its facts for the reference
+(``facts=dense.Facts(...)``, docs/design.md "Adding a family"), and its
+name in ``test_every_backbone.NAMES`` for the training and recording
+properties."""
+from typing import NamedTuple, Tuple
+
 import pytest
 import timm
 import torch
@@ -9,20 +16,29 @@ from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
 from . import dense, zoo
-from .dense import dense_reference
+from .dense import Facts, dense_reference
 from .zoo import build, in_classes, random_mix
 
 V2 = zoo.SWIN_V2
 BOX = (3, 21, 5, 30)
 
 
-def case(cfg, S=2, size=(32, 32), box=None, **options):
-    """(backbone config, sources, (H, W), CutMix box, options)."""
-    return cfg, S, size, box, options
+class Case(NamedTuple):
+    """A backbone config, its sources, ``(H, W)``, CutMix box, the
+    ``aligned_forward`` options and the family's facts for the reference."""
+    cfg: object
+    S: int
+    size: Tuple[int, int]
+    box: object
+    options: dict
+    facts: Facts
 
 
-# name: (backbone config, sources, (H, W), CutMix box, aligned_forward
-# options). Each row is a label path: extra tokens, padding, shift on/off,
+def case(cfg, S=2, size=(32, 32), box=None, facts=Facts(), **options):
+    return Case(cfg, S, size, box, options, facts)
+
+
+# name: Case. Each row is a label path: extra tokens, padding, shift on/off,
 # merges (before/after a stage's blocks), spatial reduction, SPT views, LSA.
 CASES = {
     'ViT cls, box': case(zoo.VIT, box=BOX),
@@ -122,13 +138,14 @@ def assert_history_close(history, reference, targets, atol=1e-5):
 
 @pytest.mark.parametrize('name', list(CASES))
 def test_matches_dense_reference(name):
-    cfg, S, (H, W), box, options = CASES[name]
+    cfg, S, (H, W), box, options, facts = CASES[name]
     model = build(cfg)
     images, pw, targets = random_mix(2, S, H, W, box=box)
     rule = {k: v for k, v in options.items() if k != 'area_share'}
     aligned = aligned_forward(model, images, pw, options.get('area_share'),
                               rule, keep_history=True)
-    ref, ref_history = dense_reference(model, images, pw, targets, **options)
+    ref, ref_history = dense_reference(model, images, pw, targets, facts,
+                                       **options)
     assert_history_close(aligned.history, ref_history, targets)
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
     # the public entry point is the same computation
@@ -144,7 +161,7 @@ def test_matches_dense_reference(name):
     area = in_classes(pw.mean((2, 3)), targets)
     assert (ref - area).abs().max() > 1e-4
     if options:  # the option changed the labels
-        full, _ = dense_reference(model, images, pw, targets)
+        full, _ = dense_reference(model, images, pw, targets, facts)
         assert (ref - full).abs().max() > 1e-3
 
 
@@ -153,7 +170,7 @@ def test_padding_rule_and_lsa_mask_are_what_is_tested(name, monkeypatch):
     """Ignoring the padded keys' share (no renormalisation; on 70x70 real
     tokens attend to padded ones), or LSA's mask and temperature, gives the
     reference other labels, far beyond the tolerance."""
-    cfg, S, (H, W), box, _ = CASES[name]
+    cfg, S, (H, W), box, _, _ = CASES[name]
     model = build(cfg)
     images, pw, targets = random_mix(2, S, H, W, box=box)
     _, ours = dense_reference(model, images, pw, targets)

@@ -33,7 +33,15 @@ from tlalign_mm.models import Recording, aligned_forward, describe
 from tlalign_mm.registry import FAMILIES
 
 from . import zoo
-from .dense import ATTENTIONS, attention_calls, dense_labels, dense_reference
+from .dense import (
+    ATTENTIONS,
+    Facts,
+    attention_calls,
+    dense_labels,
+    dense_reference,
+    patch_means,
+    token_attention,
+)
 from .test_alignment import CASES, assert_history_close
 from .zoo import assert_distributions, random_mix
 
@@ -50,8 +58,7 @@ NAMES = ['ViT cls, box', 'ViT pooled, no cls, not a multiple of the patch',
 
 
 def build(name, seed=0):
-    cfg, _, size, _, _ = CASES[name]
-    return zoo.build(cfg, seed), size[0]
+    return zoo.build(CASES[name].cfg, seed), CASES[name].size[0]
 
 
 class BernoulliDropPath(nn.Module):
@@ -82,14 +89,16 @@ def with_dropouts(backbone, drop_path=0.5, attention=0.2):
     return backbone
 
 
-def attention_branch_keeps(backbone, events):
-    """Hooks that append ``None`` when an attention starts and ``(B,)``
-    bool, the samples a drop-path kept, at each drop-path call."""
+def attention_branch_keeps(backbone, events, attentions=()):
+    """Hooks that append ``None`` when an attention (of :data:`ATTENTIONS`
+    or ``attentions``) starts and ``(B,)`` bool, the samples a drop-path
+    kept, at each drop-path call."""
+    kinds = ATTENTIONS + tuple(attentions)
     return [m.register_forward_pre_hook(lambda m, a: events.append(None))
-            if isinstance(m, ATTENTIONS) else m.register_forward_hook(
+            if isinstance(m, kinds) else m.register_forward_hook(
                 lambda m, a, out: events.append(out.flatten(1).ne(0).any(1)))
             for m in backbone.modules()
-            if isinstance(m, ATTENTIONS) or 'DropPath' in type(m).__name__]
+            if isinstance(m, kinds) or 'DropPath' in type(m).__name__]
 
 
 BERNOULLI = 'ViT, torch.bernoulli drop-path'
@@ -100,6 +109,7 @@ BERNOULLI = 'ViT, torch.bernoulli drop-path'
     (name, False) for name in NAMES[:1] + NAMES[6:7]])  # ViT, Swin V2
 def test_training_labels_follow_the_forward_that_ran(name, follow):
     backbone, side = build(name if name in NAMES else NAMES[0])
+    facts = CASES[name if name in NAMES else NAMES[0]].facts
     for layer in backbone.layers if name == BERNOULLI else []:
         layer.attn.out_drop = BernoulliDropPath()
     with_dropouts(backbone).train()
@@ -116,8 +126,9 @@ def test_training_labels_follow_the_forward_that_ran(name, follow):
 
     plain = loss_and_grads(lambda: backbone(images))
     events = []
-    attention_branch_keeps(backbone, events)  # (the backbone is this test's)
-    with attention_calls(backbone) as calls:
+    # (the backbone is this test's)
+    attention_branch_keeps(backbone, events, facts.attentions)
+    with attention_calls(backbone, *facts.attentions) as calls:
         aligned = []
         recorded = loss_and_grads(lambda: aligned.append(aligned_forward(
             backbone, images, pw, options=dict(follow_drop_path=follow),
@@ -135,7 +146,7 @@ def test_training_labels_follow_the_forward_that_ran(name, follow):
     seen = torch.stack([k for k in keeps if k is not None])
     assert seen.any() and not seen.all()  # both cases occur
     with torch.no_grad():
-        _, ref = dense_labels(backbone, calls, pw, targets,
+        _, ref = dense_labels(backbone, calls, pw, targets, facts,
                               keeps=keeps if follow else None, check=False)
     assert_history_close(aligned.history, ref, targets)
     for labels in aligned.history + [aligned.weights]:
@@ -297,8 +308,12 @@ def test_the_design_doc_family_matches_the_dense_reference(monkeypatch):
     backbone = zoo.randomise(ToyViT()).eval()
     images, pw, targets = random_mix(2, 2, 32, 32, box=(3, 21, 5, 30))
     aligned = aligned_forward(backbone, images, pw, keep_history=True)
-    ref, ref_history = dense_reference(backbone, images, pw, targets,
-                                       more=(ToyAttention, ))
+    # the family's facts for the reference, each stated (the defaults
+    # would read these off the toy too)
+    ref, ref_history = dense_reference(backbone, images, pw, targets, Facts(
+        attentions=(ToyAttention, ), attention=token_attention,
+        embed=lambda pixel_labels: patch_means(pixel_labels, 8), prefix=0,
+        readout=lambda labels: labels.mean(1)))
     assert_history_close(aligned.history, ref_history, targets)
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
     assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-2
