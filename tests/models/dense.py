@@ -334,23 +334,31 @@ def dense_labels(model, calls, pixel_weights, targets, facts: Facts = Facts(),
     family of ``facts``.
 
     ``align_layers``: the blocks that align (``'all'``, ``'last'`` or
-    indices, negative from the end); ``keeps[i]``: ``(B,)`` bool, the
-    samples whose attention branch drop-path kept in block ``i`` (the
-    others keep their labels); ``check``: compare each hand attention's
-    output with the module's (eval forwards only)."""
+    indices, negative from the end); ``keeps[i]``: a ``(B,)`` bool per
+    drop-path call of block ``i``, in order, the samples it kept (the
+    attention branch's first; a sample it dropped keeps its labels in that
+    branch); ``check``: compare each hand attention's output with the
+    module's (eval forwards only)."""
     history, n = [], len(calls)
     layers = None if align_layers == 'all' else [-1] if \
         align_layers == 'last' else align_layers
 
-    def step(Y, AY=None, renormalise=False):
+    def step(Y, AY=None, renormalise=False, branches=()):
         """Block ``len(history) - 1``'s update of ``Y``, recorded; without
-        ``AY``, the initial labels."""
+        ``AY``, the initial labels. ``branches``: ``(W, k)`` per residual
+        convolution branch after the attention, ``W(Y)`` its window means,
+        ``k`` the index of its drop-path call in the block."""
         i, new = len(history) - 1, Y
+        kept = keeps[i] if keeps is not None and i >= 0 else []
         if AY is not None and (layers is None or i in layers
                                or i - n in layers):
             new = _update(Y, AY, residual_norm, renormalise)
-            if keeps is not None and keeps[i] is not None:
-                new = torch.where(keeps[i].view(-1, 1, 1), new, Y)
+            if kept:
+                new = torch.where(kept[0].view(-1, 1, 1), new, Y)
+            for W, k in branches:
+                moved = _update(new, W(new), residual_norm)
+                new = torch.where(kept[k].view(-1, 1, 1), moved, new) if \
+                    kept else moved
         history.append(new)
         return new
 
@@ -407,8 +415,9 @@ def swin_layout(model, calls, pix, step, verify):
 def pvt_layout(model, calls, pix, step, verify):
     """mmdet's PVT (v1, v2): ``(embed, blocks, norm)`` per stage, each
     stage's embedding the mean under its conv's windows, keys reduced by
-    the ``sr`` conv's windows; the head reads the mean token of the last
-    output stage."""
+    the ``sr`` conv's windows, v2's ConvFFN a residual branch of its 3x3
+    depth-wise conv's window means (its drop-path the block's second); the
+    head reads the mean token of the last output stage."""
     it, grid, final = iter(calls), pix, None
     for s, (embed, blocks, _) in enumerate(model.layers):
         Y, hw = conv_means(grid, embed.projection)
@@ -422,7 +431,13 @@ def pvt_layout(model, calls, pix, step, verify):
             verify(out - kwargs['identity'], dense_out, out.abs().max())
             Y_kv = Y if module.sr_ratio == 1 else conv_means(
                 Y.reshape(-1, *hw, Y.shape[-1]), module.sr)[0]
-            Y = step(Y, A.mean(1) @ Y_kv)
+            convs = [m for m in block.ffn.modules()
+                     if isinstance(m, torch.nn.Conv2d)
+                     and m.kernel_size[0] > 1]
+            Y = step(Y, A.mean(1) @ Y_kv, branches=[(
+                lambda Y, conv=conv, hw=hw: conv_means(
+                    Y.reshape(-1, *hw, Y.shape[-1]), conv)[0], 1)
+                for conv in convs])
         grid = Y.reshape(-1, *hw, Y.shape[-1])
         if s in model.out_indices:
             final = Y.mean(1)

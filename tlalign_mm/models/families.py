@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from tlalign_mm.registry import FAMILIES
 
-from .token_rules import class_paths, is_a, lookup, token_rule
+from .token_rules import class_paths, is_a, lookup, token_rule, window_convs
 
 
 class Tap(NamedTuple):
@@ -211,7 +211,9 @@ def describe_pvt(backbone: nn.Module) -> Description:
     reduced by its ``sr`` conv; stage ``i``'s ``layers[i][0]`` embeds
     before its blocks; the head reads ``layers[i][2]`` (the stage's norm)
     of the last output stage. Ours: a reduced key's label is the mean of
-    the labels its conv window pools; ``MixFFN`` leaves labels alone."""
+    the labels its conv window pools; v2's ``MixFFN`` (its 3x3 depth-wise
+    conv) is a residual branch that mixes neighbours, ``Y <- (Y + W Y) /
+    2`` (docs/design.md, "Between attention blocks"); v1's is an MLP."""
     pvt = 'mmdet.models.backbones.pvt.'
     if not is_a(backbone, pvt + 'PyramidVisionTransformer'):
         raise not_described(backbone, 'PVT', "it is not mmdet's "
@@ -232,6 +234,9 @@ def describe_pvt(backbone: nn.Module) -> Description:
             blocks.append(layer)
             taps += [Tap(i, sra.attn, 'mha_weights'), Tap(i, sra, 'reduction'),
                      Tap(i, sra.dropout_layer, 'keep')]
+            if window_convs(layer.ffn):  # v2's ConvFFN
+                taps += [Tap(i, layer.ffn, 'branch'),
+                         Tap(i, layer.ffn.dropout_layer, 'branch_keep')]
         ends.append(len(blocks) - 1)
     embed = backbone.layers[0][0]
     return Description(blocks, taps, embed, 0,
@@ -384,7 +389,8 @@ def describe(backbone: nn.Module) -> Description:
                         "mmpretrain backbone's .eval() returns None).")
     description = find_family(backbone)(backbone)
     for module in [description.embed] + [
-            t.module for t in description.taps if t.kind == 'step']:
+            t.module for t in description.taps
+            if t.kind in ('step', 'branch')]:
         token_rule(module)
     return description
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 from mmengine.registry import Registry
 
-from tlalign_mm.core import window_labels
+from tlalign_mm.core import flatten_label_map, window_labels, window_mean
 from tlalign_mm.registry import TOKEN_RULES
 
 TokenRule = Callable[[nn.Module, torch.Tensor], torch.Tensor]
@@ -89,6 +89,27 @@ def timm_patch_embed_labels(embed: nn.Module,
         ph, pw = embed.patch_size
         pre_pad = (0, (pw - W % pw) % pw, 0, (ph - H % ph) % ph)
     return window_labels(embed.proj, label_map, pre_pad)
+
+
+def window_convs(module: nn.Module) -> list:
+    """The convolutions in ``module`` that mix tokens (a window of more than
+    one position, or a stride), in module order; a 1x1 conv is token-wise,
+    like a Linear."""
+    return [m for m in module.modules() if isinstance(m, nn.Conv2d) and (
+        tuple(m.kernel_size) != (1, 1) or tuple(m.stride) != (1, 1))]
+
+
+@TOKEN_RULES.register_module('mmdet.models.backbones.pvt.MixFFN')
+def conv_branch_labels(branch: nn.Module,
+                       label_map: torch.Tensor) -> torch.Tensor:
+    """A residual branch that mixes tokens by convolutions (PVT v2's
+    ``MixFFN``: 1x1, 3x3 depth-wise, 1x1): ``W Y``, the mean label under
+    each of :func:`window_convs`' windows, in order (docs/design.md,
+    "Between attention blocks"); core adds the identity's."""
+    for conv in window_convs(branch):
+        label_map = window_mean(label_map, conv.kernel_size, conv.stride,
+                                conv.padding, conv.dilation)
+    return flatten_label_map(label_map)
 
 
 def token_rule(module: nn.Module) -> TokenRule:
