@@ -7,10 +7,11 @@
   a sample whose attention branch was dropped keeps its labels, and the
   recorded forward draws the plain forward's random numbers: tokens and
   gradients bit for bit;
-- a recorded backbone is the plain one: same class, bit-identical
-  evaluation, a plain checkpoint both ways; records hold no labels;
-  MixUp (the same mix at every pixel) is left unchanged by alignment;
-  a deep copy (EMA) aligns on its own;
+- a recorded backbone is the plain one, one test per property: same class
+  and state dict, a plain checkpoint both ways, bit-identical evaluation,
+  the kept recording aligns as a one-call one; records hold no labels and
+  are detached; MixUp (the same mix at every pixel) is left unchanged by
+  alignment; a deep copy (EMA) aligns on its own;
 - two threads get their own labels;
 - a family added by docs/design.md's description function is exact.
 """
@@ -20,6 +21,7 @@ import re
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -164,6 +166,7 @@ def test_training_labels_follow_the_forward_that_ran(name, follow):
 
 
 aligned_module = sys.modules['tlalign_mm.models.aligned_forward']
+leaves = torch.utils._pytree.tree_leaves
 
 
 def recorded_tensors(backbone, images, pw, monkeypatch):
@@ -181,50 +184,99 @@ def recorded_tensors(backbone, images, pw, monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize('name', NAMES)
-def test_recorded_backbone_is_the_plain_one(name, monkeypatch):
-    plain, side = build(name)
+class Recorded(NamedTuple):
+    """A plain backbone (of ``CASES[name]``), a deep copy with a recording
+    kept on (as the classifier keeps one), and a random mix of its size."""
+    name: str
+    plain: nn.Module
+    built: nn.Module
+    recording: Recording
+    side: int
+    images: torch.Tensor
+    pixel_weights: torch.Tensor
+    targets: torch.Tensor
+
+
+@pytest.fixture(params=NAMES)
+def recorded(request):
+    plain, side = build(request.param)
     built = copy.deepcopy(plain)
-    recording = Recording(built)  # its taps stay on, as the classifier's
+    return Recorded(request.param, plain, built, Recording(built), side,
+                    *random_mix(2, 2, side, side))
+
+
+def test_recorded_backbone_keeps_its_class_and_state_dict(recorded):
+    plain, built = recorded.plain, recorded.built
     assert type(built) is type(plain)
     state, reference = built.state_dict(), plain.state_dict()
     assert list(state) == list(reference)
     assert state._metadata == reference._metadata
-    # A plain checkpoint both ways, strictly (torch's strict=True would
-    # refuse Swin V2's own checkpoint: its load hook drops two buffers it
-    # rebuilds; see load_strictly), holding all the state (SPT, LSA
-    # temperatures...): a model of other weights loads it and is the same.
-    fresh, _ = build(name, seed=1)
-    assert load_strictly(fresh, state, 'built') == ([], [], [])
-    assert load_strictly(built, reference, 'plain') == ([], [], [])
-    images, pw, targets = random_mix(2, 2, side, side)
-    leaves = torch.utils._pytree.tree_leaves
-    for ours, theirs, again in zip(leaves(built(images)),
-                                   leaves(plain(images)),
-                                   leaves(fresh(images))):
-        assert torch.equal(ours, theirs) and torch.equal(again, theirs)
-    # The same labels as recording the plain backbone for one call.
+
+
+def test_a_plain_checkpoint_loads_both_ways(recorded):
+    """Strictly (torch's strict=True would refuse Swin V2's own
+    checkpoint: its load hook drops two buffers it rebuilds; see
+    load_strictly), holding all the state (SPT, LSA temperatures...): a
+    model of other weights loads it and computes the same."""
+    plain, built = recorded.plain, recorded.built
+    fresh, _ = build(recorded.name, seed=1)
+    assert load_strictly(fresh, built.state_dict(), 'built') == ([], [], [])
+    assert load_strictly(built, plain.state_dict(), 'plain') == ([], [], [])
+    for ours, theirs in zip(leaves(fresh(recorded.images)),
+                            leaves(plain(recorded.images))):
+        assert torch.equal(ours, theirs)
+
+
+def test_recorded_forward_is_bit_identical_to_the_plain_one(recorded):
+    for ours, theirs in zip(leaves(recorded.built(recorded.images)),
+                            leaves(recorded.plain(recorded.images))):
+        assert torch.equal(ours, theirs)
+
+
+def test_the_kept_recording_aligns_as_a_one_call_recording(recorded):
+    images, pw, targets = recorded[5:]
     assert torch.equal(
-        aligned_forward(built, images, pw, recording=recording).expand(
-            targets), align_labels(plain, images, pw, targets))
-    # Records hold no labels: all-zero pixel weights record the same.
-    ours = recorded_tensors(plain, images, pw, monkeypatch)
-    zeros = recorded_tensors(plain, images, torch.zeros_like(pw),
+        aligned_forward(recorded.built, images, pw,
+                        recording=recorded.recording).expand(targets),
+        align_labels(recorded.plain, images, pw, targets))
+
+
+def test_records_hold_no_labels(recorded, monkeypatch):
+    """All-zero pixel weights record the same tensors."""
+    images, pw = recorded.images, recorded.pixel_weights
+    ours = recorded_tensors(recorded.plain, images, pw, monkeypatch)
+    zeros = recorded_tensors(recorded.plain, images, torch.zeros_like(pw),
                              monkeypatch)
     assert len(ours) == len(zeros) > 0
-    assert all(torch.equal(a, b) and not a.requires_grad
-               for a, b in zip(ours, zeros))
-    # MixUp (the same mix at every pixel) is left unchanged, to a few
-    # float32 ulps of the order-1 labels.
+    assert all(torch.equal(a, b) for a, b in zip(ours, zeros))
+
+
+def test_records_are_detached(recorded, monkeypatch):
+    """Taken in a forward that builds a graph, no record requires grad."""
+    images = recorded.images.clone().requires_grad_()
+    assert all(not t.requires_grad for t in recorded_tensors(
+        recorded.plain, images, recorded.pixel_weights, monkeypatch))
+
+
+def test_mixup_is_left_unchanged(recorded):
+    """The same mix at every pixel: every token's label and the final one
+    are the mix, to a few float32 ulps of the order-1 labels."""
+    side, targets = recorded.side, recorded.targets
     weights = torch.tensor([[0.3, 0.7], [0.9, 0.1]])
     labels, history = align_labels(
-        plain, images, weights[:, :, None, None].expand(2, 2, side, side),
-        targets, return_token_labels=True)
+        recorded.plain, recorded.images,
+        weights[:, :, None, None].expand(2, 2, side, side), targets,
+        return_token_labels=True)
     for tokens in history + [labels]:  # [0, 1], float32: 1e-6 = 8 ulp of 1
         torch.testing.assert_close(tokens, weights[:, None].expand_as(
             tokens) if tokens.dim() == 3 else torch.einsum(
             'bs,bsc->bc', weights, targets), atol=1e-6, rtol=0)
-    # A deep copy (EMA) of the recorded backbone aligns on its own.
+
+
+def test_a_deep_copy_aligns_on_its_own(recorded):
+    """A deep copy (EMA) of the recorded backbone: its labels follow its
+    own weights, and the original's stay its own."""
+    built, images, pw, targets = recorded.built, *recorded[5:]
     ema = copy.deepcopy(built)
 
     def last(model):
