@@ -321,8 +321,9 @@ def attention_free(why: str) -> Callable[[nn.Module], Description]:
                    f'none ({why}). Train it with ImageClassifier.')
 
 
-# What a user asks for and we refuse, by the backbone's class: the reason.
-for _path, _family in {
+#: Backbones refused by class, each with its reason (registered like a
+#: family; a downstream family for one registers with ``force=True``).
+REFUSALS = {
         'mmpretrain.models.backbones.revvit.RevVisionTransformer': refused(
             'TL-Align does not support {type}: its reversible blocks add '
             'the attention of one half of the channels to the other half, '
@@ -338,8 +339,9 @@ for _path, _family in {
         'mmpretrain.models.backbones.van.VAN': attention_free(
             "its large-kernel 'attention' is a convolution that gates "
             'channels'),
-}.items():
-    FAMILIES.register_module(_path, module=_family)
+}
+for _path, _refusal in REFUSALS.items():
+    FAMILIES.register_module(_path, module=_refusal)
 
 #: Modules whose class name says attention (or ``nn.MultiheadAttention``):
 #: what tells a backbone with token attention no family describes from one
