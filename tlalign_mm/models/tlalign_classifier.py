@@ -10,6 +10,8 @@ from mmpretrain.structures import DataSample
 
 from tlalign_mm.core import MixRecord, align_options, resolve_align_layers
 from tlalign_mm.core.label_drift import label_drift
+from tlalign_mm.mixing import TLAlignDataPreprocessor
+from tlalign_mm.mixing.wrapper import record_modes
 
 from .aligned_forward import aligned_forward
 from .families import describe
@@ -185,7 +187,6 @@ def _with_target(sample: DataSample, score: torch.Tensor) -> DataSample:
 
 
 def _takes_patch_size(preprocessor_type) -> bool:
-    from tlalign_mm.mixing import TLAlignDataPreprocessor
     cls = MODELS.get(preprocessor_type) if isinstance(
         preprocessor_type, str) else preprocessor_type
     return isinstance(cls, type) and issubclass(cls, TLAlignDataPreprocessor)
@@ -197,8 +198,6 @@ def check_recipe(data_preprocessor, target: str) -> None:
     align: ``data_preprocessor`` (a config or a built one) records none, or
     its batch augments (a recipe's ``train_cfg``) are none or Mixup alone.
     """
-    from tlalign_mm.mixing import TLAlignDataPreprocessor
-    from tlalign_mm.mixing.wrapper import record_modes
     if isinstance(data_preprocessor, dict):
         kind = data_preprocessor['type']
         modes = record_modes(data_preprocessor.get('batch_augments'))
