@@ -32,7 +32,8 @@ def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
         raise ValueError(f'images must be (B, C, H, W), got '
                          f'{images.dim()}-D {tuple(images.shape)}.')
     embed = describe(backbone).embed
-    conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
+    conv = next((m for m in embed.modules() if isinstance(m, nn.Conv2d)),
+                None)
     channels = getattr(conv, 'in_channels', getattr(embed, 'in_channels',
                                                     None))
     if isinstance(channels, int) and images.shape[1] != channels:

@@ -5,7 +5,7 @@ from typing import Mapping, NamedTuple, Optional, Union
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core import AlignOptions, align, align_options, readout
+from tlalign_mm.core import AlignOptions, align, align_options
 
 from .taps import Recording
 
@@ -77,8 +77,6 @@ def aligned_forward(backbone: nn.Module,
         if own:
             recording.remove()
     with torch.profiler.record_function('tlalign.align'):
-        labels, history = align(recorded, pixel_weights, area_share, options,
-                                keep_history)
-    return AlignedOutput(feats, readout(labels,
-                                        recording.description.readout),
-                         history)
+        weights, history = align(recorded, pixel_weights, area_share,
+                                 options, keep_history)
+    return AlignedOutput(feats, weights, history)

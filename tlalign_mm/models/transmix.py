@@ -16,7 +16,7 @@ from tlalign_mm.core.transmix import (
 )
 
 from .aligned_forward import AlignedOutput, aligned_forward
-from .families import describe, patch_size
+from .families import describe
 from .taps import Recording
 
 
@@ -112,14 +112,13 @@ def transmix_target(backbone: nn.Module, images: torch.Tensor,
     area_share = mix.area_share.float()
     pixel_weights = mix.pixel_weights.detach().float()
     if mask == 'nearest':
-        size = patch_size(describe(backbone).embed if recording is None
-                          else recording.description.embed)
+        size = (describe(backbone) if recording is None
+                else recording.description).token_size
         if size is None:
             raise ValueError(
-                "TransMix's nearest token mask needs the patch size of "
-                f'{type(backbone).__name__}, which has no patch embedding '
-                "with a `projection` convolution; use transmix_cfg=dict("
-                "mask='fractional').")
+                "TransMix's nearest token mask needs the token size of "
+                f'{type(backbone).__name__}, which its description does not '
+                "state; use transmix_cfg=dict(mask='fractional').")
         # the clipped box's area (TransMix's lam0), not the token mask's
         area = pixel_weights.mean((2, 3))
         pixel_weights = nearest_pixel_weights(pixel_weights, size)
