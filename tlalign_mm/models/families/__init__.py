@@ -17,6 +17,10 @@ family that covers every backbone built from it: ``DeiT3``, SL-ViT and
 SL-Swin need nothing of their own), timm models included. A refusal is
 registered the same way (:func:`refused`); a backbone with no family gets
 one message saying whether it has token attention at all.
+
+The families of mmpretrain's, mmdet's and timm's ViT, BEiT, Swin and PVT
+are in this file; each further family is a module of this package,
+imported at the end of this file so that it registers.
 """
 import re
 from typing import Any, Callable, List, NamedTuple, Optional, Tuple
@@ -26,7 +30,7 @@ import torch.nn.functional as F
 
 from tlalign_mm.registry import FAMILIES
 
-from .token_rules import class_paths, is_a, lookup, token_rule, window_convs
+from ..token_rules import class_paths, is_a, lookup, token_rule, window_convs
 
 
 class Tap(NamedTuple):
@@ -410,3 +414,8 @@ def embed_stride(embed: nn.Module) -> Optional[Tuple[int, int]]:
             isinstance(s, int) for s in size):
         return tuple(size)
     return None
+
+
+# Each further family is a module of this package (a description, about 40
+# lines) and registers when imported here, one line per family:
+# from . import <family>  # noqa: E402,F401
