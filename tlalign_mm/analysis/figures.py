@@ -20,21 +20,16 @@ def _save(fig, path: str, dpi: int = 100) -> str:
 
 def rmse_bars(names: Sequence[str], rmse: Sequence[float], path: str,
               title: str = 'RMSE: CutMix label vs TL-Align label') -> str:
-    """One bar per model (the paper's Fig. 3), across: a model's name (a
-    config and its checkpoint) is read along its bar, however long."""
+    """One bar per model (the paper's Fig. 3)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 0.4 * len(names) + 1.5),
-                           layout='constrained')
-    y = np.arange(len(names))[::-1]
-    bars = ax.barh(y, rmse, color='#4c72b0', height=0.6)
-    ax.bar_label(bars, fmt='%.4f', fontsize=8, padding=2)
-    ax.set_yticks(y, names, fontsize=8)
-    ax.set_xlim(0, 1.25 * max(max(rmse), 1e-12))
-    ax.set_xlabel('RMSE of the mixing ratio')
+    fig, ax = plt.subplots(figsize=(max(3.5, 1.2 * len(names) + 1.5), 3.2))
+    bars = ax.bar(range(len(names)), rmse, color='#4c72b0')
+    ax.bar_label(bars, fmt='%.4f', fontsize=8)
+    ax.set_xticks(range(len(names)), names, rotation=20, ha='right',
+                  fontsize=8)
+    ax.set_ylabel('RMSE of the mixing ratio')
     ax.set_title(title, fontsize=10)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def presence_distribution(values: List[np.ndarray], path: str,
@@ -65,20 +60,18 @@ def mixing_ratio_lines(series: Dict[str, np.ndarray], path: str,
                   cutmix=('tab:blue', '--', 'CutMix (area)'),
                   transmix=('tab:green', '-.', 'TransMix'))
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    handles = []
     for name, values in series.items():
         colour, style, label = styles[name]
         x = np.arange(1, len(values) + 1)
-        handles += ax.plot(x, values, style, color=colour, label=label, ms=4)
+        ax.plot(x, values, style, color=colour, label=label, ms=4)
         if name == 'similarity' and spread is not None:
-            handles.append(ax.fill_between(
-                x, values - spread, values + spread, color=colour,
-                alpha=0.1, label=f'{label} ±1 sd over images'))
+            ax.fill_between(x, values - spread, values + spread,
+                            color=colour, alpha=0.1)
     ax.set_xticks(np.arange(1, len(next(iter(series.values()))) + 1))
     ax.set_xlabel('block')
     ax.set_ylabel('share of image 1')
     ax.set_title('Mixing ratio of the classified token', fontsize=10)
-    ax.legend(handles=handles, fontsize=8)
+    ax.legend(fontsize=8)
     return _save(fig, path)
 
 
