@@ -342,6 +342,8 @@ def reread(args, argv, demo):
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    if args.debug:  # the checks' children send their tracebacks too
+        os.environ['TLALIGN_DEBUG'] = '1'
     if args.summarize:
         print(f'Reading the runs in {args.work_dir} (loading the libraries '
               'first) ...', flush=True)

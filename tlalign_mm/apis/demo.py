@@ -80,7 +80,7 @@ def read_spec(path: str = SPEC_FILE) -> dict:
     and the recorded full evidence's file."""
     with open(path) as f:
         spec = yaml.safe_load(f)
-    for name, model in spec['models'].items():
+    for model in spec['models'].values():
         model.setdefault('options', [])
         model.setdefault('tlalign_options', [])
     return spec
@@ -1080,8 +1080,7 @@ def markdown(summary: dict, records: List[dict], targets: List[str],
             'Beside the recorded full evidence (configs/demo/'
             f'{osp.basename(RECORDED)}; {about}). "recorded, same seeds": '
             'its runs of this job\'s seeds (a seed repeats bit for bit only '
-            'on the same machine and thread count). Its label shift was '
-            'kept as mean ± sd over all its seeds.', '',
+            'with the same code, machine and thread count).', '',
             comparison_table(recorded, targets), '']
     return '\n'.join(parts)
 
