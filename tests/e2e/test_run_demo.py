@@ -143,6 +143,20 @@ def test_epochs_early_epoch_and_options(run_demo, capsys):
     assert 'leave out --models' in capsys.readouterr().err
 
 
+def test_every_model_names_its_two_configs(run_demo):
+    """Each model's configs exist and are twins by name; the default job
+    is ViT and SL-ViT (ViT-c24 only on request: its recipe is 60
+    epochs)."""
+    from tests.test_configs import twin_of
+    for model in run_demo.MODELS:
+        cutmix, tlalign = (run_demo.config_path(model, t)
+                           for t in ('CutMix', 'TL-Align'))
+        assert osp.isfile(cutmix) and twin_of(tlalign) == cutmix, model
+    jobs = run_demo.make_jobs(run_demo.parse_args(['--seeds', '0']))
+    assert [(j.model, j.target) for j in jobs] == [
+        (m, t) for m in ('ViT', 'SL-ViT') for t in ('CutMix', 'TL-Align')]
+
+
 VARIANTS = osp.join(ROOT, 'tools', 'demo_variants')
 
 
