@@ -166,6 +166,8 @@ def paths(folder):
     """loading path -> function(file name), after the opt-in line."""
     from mmdet.apis import DetInferencer
     from mmseg.apis import MMSegInferencer
+
+    from tlalign_mm.models.pooled_timm_backbone import PooledTIMMBackbone
     export, maps = map(load_tool, ('export_backbone.py',
                                    'analysis/label_maps.py'))
 
@@ -187,6 +189,9 @@ def paths(folder):
             None, f'{folder}/{n}', device='cpu'),
         'mmdet-inferencer': lambda n: DetInferencer(
             None, f'{folder}/{n}', device='cpu'),
+        'timm-backbone': lambda n: PooledTIMMBackbone(
+            'deit_tiny_patch16_224', img_size=32, patch_size=8, depth=1,
+            checkpoint_path=f'{folder}/{n}'),
         'export': lambda n: _stderr_of(lambda: export.run_tool(
             export.main, [f'{folder}/{n}', f'{folder}/out.pth', '--prefix',
                           ''])),

@@ -38,7 +38,7 @@ def report(tmp_path_factory):
 
 LOADERS = ('mmengine', 'open-mmlab', 'pretrained', 'mmengine-pretrained')
 PATHS = ('build_model', *LOADERS, 'mmseg-inferencer', 'mmdet-inferencer',
-         'export', 'label_maps')
+         'timm-backbone', 'export', 'label_maps')
 
 
 @pytest.mark.e2e
