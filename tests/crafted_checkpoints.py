@@ -15,6 +15,7 @@ import os
 import os.path as osp
 import sys
 import zipfile
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -75,6 +76,20 @@ def _deflated(path):
         for info, data in records:
             info.compress_type = 8 if len(data) > 2**19 else 0  # deflate
             z.writestr(info, data)
+
+
+def shared_views(path):
+    """log_scalars: 50 HistoryBuffers viewing one 1 MB storage pair (each
+    expanded on its own: 16 MB of views from 2 MB)."""
+    log, count = torch.zeros(2**17, dtype=torch.float64), torch.ones(
+        2**17, dtype=torch.int64)
+    torch.save(dict(state_dict={'w': torch.ones(2)}, message_hub=dict(
+        log_scalars={f'k{i}': dict(log=log[:], count=count[:],
+                                   max_length=2**17) for i in range(50)})),
+               path)
+
+
+P = 2**61 - 1  # k * P: one hash for every k
 
 
 def files(marker):
@@ -148,6 +163,17 @@ def files(marker):
             torch.nn.Linear(2, 2)), p), 'load it with torch.jit.load'),
         'not_zip': (lambda p: open(p, 'wb').write(b'\x80\x02}q\x00.'),
                     'not the zip archive torch.save writes'),
+        # issue 39, items 3, 4 and 10: bounded work before any check
+        'hash_collision': (ckpt(meta=dict(dataset_meta={
+            k * P: 0 for k in range(1, 3000)})), 'keys other than strings'),
+        'hash_collision_pairs': (ckpt(meta=dict(x=_Reduce(OrderedDict, ([
+            ((k * P, ), 0) for k in range(3000)], )))), 'keys other than'),
+        'shared_views': (shared_views, 'view more than 4 times'),
+        'config_too_long': (ckpt(meta=dict(cfg='x = [' + '1,' * 2**16 + ']'
+                                           )), None),
+        'config_huge_int': (ckpt(meta=dict(cfg="model = dict(backbone=dict("
+                                           "type='X', depth=0x" + 'f' * 5000 +
+                                           '))')), None),
     }
 
 
