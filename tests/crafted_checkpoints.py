@@ -232,10 +232,30 @@ def paths(folder):
 #: what it raised, or the epoch training started at (the run stops there
 #: unless it must validate). ``FILE``: ``load_from``; ``auto``: the work
 #: dir's. The victim folder stays.
+REFUSED = 'raised CheckpointError: Refused the resumed training state: '
+OVERFLOW = REFUSED + "state[0]['exp_avg'] is a (1,) torch.float32 tensor"
 RUNS = {
     'best_ckpt_victim FILE': 'trained from epoch 1',
     'record_outside auto': 'trained from epoch 0',
     'symlink_outside auto': 'raised CheckpointError: --resume found',
+    # issue 39: an optimizer state that the fused kernel would overflow
+    # (fused from the file, or from a fused config), or that would change
+    # how the run trains
+    'overflow FILE': OVERFLOW,
+    'overflow_fused_config auto': OVERFLOW,
+    'flags FILE': "trained from epoch 1 with the config's flags",
+    'step_negative FILE': REFUSED + "state[0]['step'] = -1.0 is not",
+}
+#: how a run's file differs from the first run's: its optimizer's
+#: param_groups updates, its state[0] updates (each key as
+#: ``state[0][key]``'s shape, or a value), config options
+TAMPERED = {
+    'overflow': (dict(fused=True), dict(exp_avg=(1, )), {}),
+    'overflow_fused_config': (
+        {}, dict(exp_avg=(1, )), {'optim_wrapper.optimizer.fused': True}),
+    'flags': (dict(maximize=True, amsgrad=True, betas=(1, 1), lr='0.1',
+                   foreach=True), dict(max_exp_avg_sq=None), {}),
+    'step_negative': ({}, dict(step=torch.tensor(-1.0)), {}),
 }
 
 
@@ -257,19 +277,32 @@ def _run(root, run, first):
     ckpt = load(first)  # mmengine's HistoryBuffers dropped
     info = dict(ckpt['message_hub']['runtime_info'], best_ckpt=victim,
                 best_score=-1.0)  # the next validation: a new best
+    groups, state, options = TAMPERED.get(run.split()[0], ({}, {}, {}))
+    for group in ckpt['optimizer']['param_groups']:
+        group.update(groups)
+    ckpt['optimizer']['state'][0].update({k: v if torch.is_tensor(
+        v) else torch.zeros(v or ckpt['optimizer']['state'][0]['exp_avg'].shape
+                            ) for k, v in state.items()})
     torch.save(dict(ckpt, message_hub=dict(ckpt['message_hub'],
-                                           runtime_info=info)), file)
+                                           runtime_info=info)),
+               osp.join(work, 'epoch_1.pth') if 'auto' in run and
+               run.split()[0] in TAMPERED else file)
     with open(osp.join(work, 'last_checkpoint'), 'w') as f:
         f.write(first if run.startswith('record') else 'epoch_1.pth')
     cfg = Config.fromfile(osp.join(root, 'tiny.py'))
     cfg.merge_from_dict(dict(RUN_OPTIONS, work_dir=work, resume=True, **{
         'train_cfg.max_epochs': 2,
-        'default_hooks.checkpoint.save_best': 'auto'}))
+        'default_hooks.checkpoint.save_best': 'auto'}, **options))
     cfg.load_from, starts = file if 'FILE' in run else None, []
 
     class Start(Hook):
         def before_train(self, runner):
+            group = runner.optim_wrapper.optimizer.param_groups[0]
             starts.append(runner.epoch)
+            if run.startswith('flags') and not any((
+                    group['maximize'], group['amsgrad'], group['foreach'],
+                    group['betas'] != (0.9, 0.999), group['lr'] != 1e-3)):
+                starts.append("with the config's flags")
             if not run.startswith('best'):
                 raise _Started
 
@@ -281,8 +314,9 @@ def _run(root, run, first):
         pass
     except Exception as error:  # noqa: BLE001  reported, not raised
         starts = [f'raised {type(error).__name__}: {error}']
-    return (f'trained from epoch {starts[0]}' if type(starts[0]) is int
-            else starts[0]), osp.isdir(osp.join(victim, 'keep'))
+    return (' '.join([f'trained from epoch {starts[0]}', *starts[1:]])
+            if type(starts[0]) is int else starts[0]), osp.isdir(
+                osp.join(victim, 'keep'))
 
 
 def emit(record):
