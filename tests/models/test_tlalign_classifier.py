@@ -127,6 +127,8 @@ BAD_OPTIONS = {  # name: (model_cfg's arguments, error, match)
                            'follow_drop_path must be True or False'),
     'unknown key': (dict(align_cfg=dict(align_layer='last')), ValueError,
                     r"known: \['align_layers'"),
+    "align_cfg='abc'": (dict(align_cfg='abc'), TypeError,
+                        r"align_cfg must be a dict of some of \['align_l"),
     'layer out of range': (dict(align_cfg=dict(align_layers=[2])),
                            ValueError, 'out of range'),
     # the removed wrapper, with a typo it used to drop silently
@@ -149,6 +151,17 @@ BAD_OPTIONS = {  # name: (model_cfg's arguments, error, match)
 
 
 IN_TRAINING = ('no mix record', 'head of other classes')
+
+
+def test_a_bad_option_is_one_line_in_the_tools(capsys):
+    """Issue 39, item 10: what the tools print for ``--cfg-options
+    model.align_cfg=abc``."""
+    from tlalign_mm.checkpoint import one_line_errors
+    with pytest.raises(SystemExit, match='^1$'), one_line_errors():
+        MODELS.build(model_cfg(align_cfg='abc'))
+    err = capsys.readouterr().err
+    assert err.startswith('error: ') and err.count('\n') == 1 and \
+        "align_cfg must be a dict of some of ['align_layers', " in err
 
 
 @pytest.mark.parametrize('case', list(BAD_OPTIONS))
