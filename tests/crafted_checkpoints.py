@@ -23,6 +23,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.logging import HistoryBuffer
 from mmengine.model import BaseModule
+from mmengine.registry import DefaultScope
 from mmengine.runner import CheckpointLoader, Runner, load_checkpoint
 from numpy._core.multiarray import _reconstruct
 
@@ -205,6 +206,11 @@ def paths(folder):
     def mmengine(source):
         return load_checkpoint(torch.nn.Linear(2, 1), source)
 
+    def timm_backbone(path):  # the inferencers set mmdet's scope
+        with DefaultScope.overwrite_default_scope('mmpretrain'):
+            PooledTIMMBackbone('deit_tiny_patch16_224', img_size=32,
+                               patch_size=8, depth=1, checkpoint_path=path)
+
     return {
         'mmengine': lambda n: mmengine(f'{folder}/{n}'),
         'open-mmlab': lambda n: mmengine(f'open-mmlab://crafted/{n}'),
@@ -215,9 +221,7 @@ def paths(folder):
             None, f'{folder}/{n}', device='cpu'),
         'mmdet-inferencer': lambda n: DetInferencer(
             None, f'{folder}/{n}', device='cpu'),
-        'timm-backbone': lambda n: PooledTIMMBackbone(
-            'deit_tiny_patch16_224', img_size=32, patch_size=8, depth=1,
-            checkpoint_path=f'{folder}/{n}'),
+        'timm-backbone': lambda n: timm_backbone(f'{folder}/{n}'),
         'export': lambda n: _stderr_of(lambda: export.run_tool(
             export.main, [f'{folder}/{n}', f'{folder}/out.pth', '--prefix',
                           ''])),
