@@ -134,3 +134,18 @@ def test_what_the_unpickler_builds_is_bounded(tmp_path, monkeypatch):
     with pytest.raises(CheckpointError, match='it builds more than 25 '
                        'objects'):
         load(tmp_path / 'x.pth')
+
+
+def test_config_text_is_parsed_only_when_short(tmp_path):
+    """At most ``MAX_CONFIG_CHARS`` characters go to ``ast.parse`` (4 MB of
+    text took 2 GB there); an int wider than 64 bits is left out (a
+    5,000-digit literal broke the export's JSON)."""
+    path, pad = tmp_path / 'x.pth', load_module.MAX_CONFIG_CHARS
+    for cfg, want in (
+            ("model = dict(type='X', depth=0x" + 'f' * 5000 + ')\n',
+             dict(model=dict(type='X'))),
+            ('x = 1\n' + '#' * (pad - 6), dict(x=1)),
+            ('x = 1\n' + '#' * (pad - 5), None)):
+        torch.save({'state_dict': {'w': torch.ones(1)}, 'meta': dict(
+            cfg=cfg)}, path)
+        assert load(path)['meta'].get('cfg') == want
