@@ -103,13 +103,14 @@ class _Walk:
             if kept is DROP:
                 self.dropped.append(path)
             self.memo[key] = value, kept  # value kept alive: its id stays
-        if torch.is_tensor(self.memo[key][1]):  # each reference: readers
-            self.view_bytes -= value.numel() * value.element_size()  # copy
-            if self.view_bytes < 0:  # each one
+        kept = self.memo[key][1]
+        if torch.is_tensor(kept):  # per reference: readers copy each one
+            self.view_bytes -= kept.numel() * kept.element_size()
+            if self.view_bytes < 0:
                 raise self.refuse(
                     f'its tensors view more than {VIEW_FACTOR} times the '
                     f"file's bytes (at {path}: views of shared storage)")
-        return self.memo[key][1]
+        return kept
 
 
 def _kind(test):
@@ -167,11 +168,10 @@ def _tensor(walk, value, path, depth):
 def _plain(walk, value, path, depth):
     """Numbers, strings, None, tensors, and lists, tuples and dicts of them;
     a list or tuple is dropped whole if one of its items is."""
-    if value is None or type(value) in (str, float, bool) or \
-            type(value) is int and -2**63 <= value < 2**63:
-        return value  # a wider int: a config's 5,000-digit literal
-    if type(value) is int:
-        return DROP
+    if value is None or type(value) in (str, float, bool):
+        return value
+    if type(value) is int:  # a wider one: a config's 5,000-digit literal
+        return value if -2**63 <= value < 2**63 else DROP
     if torch.is_tensor(value) or type(value) not in (list, tuple):
         return (_tensor if torch.is_tensor(value) else _PLAIN_DICT)(
             walk, value, path, depth)
@@ -235,9 +235,12 @@ def _resume_state(walk, state, path, depth):
     return state
 
 
-_NOTHING = _kind(lambda v: False)
-def _QUIET(walk, value, path, depth):
+def _quiet(walk, value, path, depth):
+    """Left out without a warning."""
     return QUIET
+
+
+_NOTHING = _kind(lambda v: False)
 _PLAIN_DICT, _TENSORS = _fields({'*': _plain}), _fields({'*': _tensor})
 COUNT = _kind(lambda v: type(v) is int and 0 <= v <= MAX_PROGRESS)
 SEED = _kind(lambda v: type(v) is int and 0 <= v < 2**32)  # numpy's range
@@ -249,7 +252,7 @@ _HUB_PARTS = dict(
     # CheckpointHook deletes) nor cfg (config text), which every Runner
     # checkpoint holds: left out quietly
     runtime_info=_fields({
-        'cfg': _QUIET, 'last_ckpt': _QUIET, 'best_ckpt*': _QUIET,
+        'cfg': _quiet, 'last_ckpt': _quiet, 'best_ckpt*': _quiet,
         'seed': SEED, 'eta': NUMBER, 'best_score*': NUMBER,
         'keep_ckpt_ids': _kind(lambda v: type(v) is list and all(
             type(i) is int and i >= 0 for i in v)),
