@@ -20,16 +20,18 @@ install()
 
 def _step(model, wrapper, schedulers, k):
     data = torch.randn(5, 4, generator=torch.Generator().manual_seed(k))
-    wrapper.update_params(model(data).square().sum())
+    wrapper.update_params(model(data.to(model[0].weight.device)).square(
+    ).sum())
     for scheduler in schedulers:
         scheduler.step()
 
 
-def _trained(kind='AdamW', steps=2, **settings):
+def _trained(kind='AdamW', steps=2, device='cpu', **settings):
     """A 2-layer model, its OptimWrapper and two LR schedulers, after
     ``steps`` steps."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(
+        3, 2)).to(device)
     wrapper = OptimWrapper(getattr(torch.optim, kind)(
         model.parameters(), **dict(dict(lr=0.1), **settings)))
     schedulers = [LinearLR(wrapper, start_factor=0.5, end=2, by_epoch=False),
@@ -43,7 +45,7 @@ def _trained(kind='AdamW', steps=2, **settings):
 def _saved(kind='AdamW', **settings):
     """What a checkpoint after 2 steps holds: weights, optimizer and
     scheduler states."""
-    model, wrapper, schedulers = _trained(kind, **settings)
+    model, wrapper, schedulers = _trained(kind, 2, **settings)
     return copy.deepcopy((model.state_dict(), wrapper.state_dict(),
                           [s.state_dict() for s in schedulers]))
 
@@ -51,7 +53,7 @@ def _saved(kind='AdamW', **settings):
 def _resumed(saved, kind='AdamW', **settings):
     """A fresh run of the same config resuming ``saved`` (mmengine's
     order: schedulers built, then the optimizer's state, then theirs)."""
-    model, wrapper, schedulers = _trained(kind, steps=0, **settings)
+    model, wrapper, schedulers = _trained(kind, 0, **settings)
     weights, optimizer_state, scheduler_states = copy.deepcopy(saved)
     model.load_state_dict(weights)
     wrapper.load_state_dict(optimizer_state)
@@ -209,3 +211,41 @@ def test_loss_scaler_keeps_the_scale_and_the_configs_factors(monkeypatch):
     with pytest.raises(CheckpointError, match='loss_scaler.scale = nan'):
         ts.optimizer_state(amp, dict(saved, loss_scaler=dict(
             saved['loss_scaler'], scale=float('nan'))))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
+@pytest.mark.parametrize('settings', [dict(fused=True),
+                                      dict(capturable=True)])
+def test_cuda_fused_and_capturable_states(settings):
+    """On the GPU (the fused kernel, a step tensor on the device): the run's
+    own state resumes exactly, an exp_avg of shape (1,) is refused."""
+    saved = _saved(device='cuda', **settings)
+    run = _resumed(saved, device='cuda', **settings)
+    _step(*run, 2)
+    uninterrupted = _trained(steps=3, device='cuda', **settings)[0]
+    for got, want in zip(run[0].parameters(), uninterrupted.parameters()):
+        assert torch.equal(got, want)
+    with pytest.raises(CheckpointError, match=r"\['exp_avg'\] is a \(1,\)"):
+        _resumed(_tamper(saved, (1, 'state', 0, 'exp_avg'), torch.zeros(
+            1, device='cuda')), device='cuda', **settings)
+
+
+def test_multistep_milestones_resume_as_configured(tmp_path, monkeypatch):
+    """plain.py wrote MultiStepLR's ``Counter({2: 1})`` as ``Counter({(2,
+    1): 1})`` (``Counter(pairs)`` counts the pairs), and load() dropped it
+    with a warning: now a dict, loaded and resumed without one."""
+    from mmengine.optim.scheduler import MultiStepLR
+
+    from tlalign_mm.checkpoint import load
+    from tlalign_mm.checkpoint.plain import plain_checkpoint
+    logged = _logged(monkeypatch)
+    wrapper = OptimWrapper(torch.optim.SGD([torch.nn.Parameter(
+        torch.ones(2))], lr=1.0))
+    scheduler = MultiStepLR(wrapper, milestones=[2], by_epoch=False)
+    ckpt = dict(state_dict={}, param_schedulers=[scheduler.state_dict()])
+    plain_checkpoint(ckpt)
+    torch.save(ckpt, tmp_path / 'x.pth')
+    saved = load(tmp_path / 'x.pth')['param_schedulers'][0]
+    assert saved['milestones'] == {2: 1}
+    scheduler.load_state_dict(saved)
+    assert logged == [] and scheduler.milestones == {2: 1}

@@ -317,48 +317,63 @@ def _check_archive(path: str, source: str) -> None:
 _HASHABLE = {'BININT', 'BININT1', 'BININT2', 'BINFLOAT', 'BINUNICODE',
              'SHORT_BINSTRING', 'BINBYTES', 'SHORT_BINBYTES', 'NONE',
              'NEWTRUE', 'NEWFALSE'}
-#: what builds a dict or set from the items of its argument
-_FILLS = {'collections OrderedDict', 'collections Counter', 'builtins set'}
+#: the most dict keys of other kinds (tuples, wider ints) a file may hold:
+#: sharing one hash, n keys cost n**2 / 2 comparisons to insert
+MAX_ODD_KEYS = 4096
+#: what builds a dict or set from its argument: only from nothing or from a
+#: dict (whose keys were counted) is allowed
+_FILLS = {'collections OrderedDict', 'collections Counter', 'builtins set',
+          '__builtin__ set'}
+_UPDATES = ('SETITEM', 'SETITEMS', 'APPEND', 'APPENDS')  # in place
 _GETS = ('BINGET', 'LONG_BINGET')
 
 
-def _slot(name: str, arg, memo: dict):
+def _slot(name: str, arg, memo: dict, popped: list):
     """What the simulated stack of :func:`_check_pickle` holds for the value
     opcode ``name`` pushes: True (a key of :data:`_HASHABLE`), a global's
-    name, ``()`` (the empty tuple) or False."""
+    name, ``'dict'``, a tuple of slots, or False."""
     if name in _GETS:
         return memo.get(arg)
-    return arg if name == 'GLOBAL' else () if name == 'EMPTY_TUPLE' else \
-        name in _HASHABLE or name == 'LONG1' and abs(arg) < 2**63
+    if name in ('EMPTY_TUPLE', 'TUPLE1'):
+        return tuple(popped)
+    return arg if name == 'GLOBAL' else 'dict' if name == 'EMPTY_DICT' \
+        else name in _HASHABLE or name == 'LONG1' and abs(arg) < 2**63
 
 
 def _check_pickle(data: bytes, source: str) -> None:
     """Refuse, before ``torch.load`` builds anything, a pickle that would
-    build more than :data:`MAX_OBJECTS` objects, or a dict or set whose keys
-    a file can make share one hash (ints ``k * (2**61 - 1)``, tuples): each
-    insertion compares with all the others, minutes for 150,000 keys in
-    2 MB. Only the stack is simulated, from ``pickletools``' opcode table."""
-    stack, marks, memo, built = [], [], {}, 0
+    build more than :data:`MAX_OBJECTS` objects, hold more than
+    :data:`MAX_ODD_KEYS` dict keys a file can make share one hash (ints
+    ``k * (2**61 - 1)``, tuples of them: 150,000 in 2 MB took minutes), or
+    build a dict or set from a list. Only the stack is simulated, from
+    ``pickletools``' opcode table."""
+    stack, marks, memo, built, odd = [], [], {}, 0, 0
     try:
         for op, arg, _ in pickletools.genops(data):
-            name, before = op.name, op.stack_before
+            name, before, popped = op.name, op.stack_before, []
             keys = stack[-2:-1] if name == 'SETITEM' else \
                 stack[marks[-1]::2] if name == 'SETITEMS' and marks else []
-            if any(k is not True for k in keys) or name == 'REDUCE' and \
-                    stack[-2:-1] and stack[-2] in _FILLS and stack[-1] != ():
-                raise _error(source, 'a dict or set in it has keys other '
-                             'than strings and numbers below 2**63 (keys '
-                             'sharing one hash take minutes to insert)')
+            odd += sum(k is not True for k in keys)
+            if odd > MAX_ODD_KEYS or name == 'REDUCE' and stack[-2:-1] and \
+                    stack[-2] in _FILLS and stack[-1] not in ((), ('dict', )):
+                raise _error(source, f'it holds more than {MAX_ODD_KEYS} dict'
+                             ' keys other than strings and numbers below '
+                             '2**63, or a dict or set built from a list '
+                             '(keys sharing one hash take minutes to insert)')
             if pickletools.markobject in before:
-                del stack[marks.pop() if marks else 0:]
+                popped = stack[marks.pop() if marks else 0:]
+                del stack[len(stack) - len(popped):]
                 before = before[:before.index(pickletools.markobject)]
-            del stack[max(len(stack) - len(before), 0):]
+            count = min(len(before) - (name in _UPDATES), len(stack))
+            if count > 0:
+                popped = stack[-count:] + popped
+                del stack[-count:]
             if name in ('BINPUT', 'LONG_BINPUT') and stack:
                 memo[arg] = stack[-1]
             if op.stack_after == [pickletools.markobject]:
                 marks.append(len(stack))
-            elif op.stack_after:
-                stack.append(_slot(name, arg, memo))
+            elif op.stack_after and name not in _UPDATES:
+                stack.append(_slot(name, arg, memo, popped))
                 built += name not in _GETS
             if built > MAX_OBJECTS:
                 raise _error(source, f'it builds more than {MAX_OBJECTS} '
