@@ -9,6 +9,9 @@ The child imports ``tlalign_mm``, loads a tiny checkpoint (so that the lazy
 imports count before the case), then loads the case; it prints its peak RSS
 after the imports and after the load (``ru_maxrss``); a child past
 ``TIMEOUT_S`` (default 200) is killed and its peak read with ``wait4``.
+For another checkout's ``tlalign_mm`` (main), run from a folder without
+one, ``PYTHONPATH=<that checkout>:<this one>`` (``-m`` puts the current
+folder first).
 
 Measured on a shared 2-core machine (load average 5-10, so times are loose),
 peak RSS 1,100 MB after the imports; main 6c8e909 -> issue 39:
