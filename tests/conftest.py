@@ -1,4 +1,5 @@
-"""Test-wide set-up: the `e2e` marker, and registry-scope isolation.
+"""Test-wide set-up: the `e2e` and `cuda` markers, and registry-scope
+isolation.
 
 An in-process mmengine ``Runner`` (the downstream tests build mmseg and mmdet
 runners) registers a ``DefaultScope`` that outlives it, and later registry
@@ -16,6 +17,10 @@ def pytest_configure(config):
         'markers',
         'e2e: starts a subprocess or trains more than a few steps '
         '(the inner loop leaves them out: -m "not e2e")')
+    config.addinivalue_line(
+        'markers',
+        'cuda: runs on a CUDA device, skipped without one (CI on a GPU '
+        'runner: pytest -m cuda tests)')
 
 
 @pytest.fixture(autouse=True)

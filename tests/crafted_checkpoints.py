@@ -27,8 +27,8 @@ from mmengine.registry import DefaultScope
 from mmengine.runner import CheckpointLoader, Runner, load_checkpoint
 from numpy._core.multiarray import _reconstruct
 
+from tests.cli import ROOT, run_script, tool_main
 from tests.engine.tiny_run import write_config, write_images
-from tests.tool_scripts import ROOT, load_tool
 
 MARKER = 'payload_ran.txt'  # every code-running payload creates it
 DEMO = osp.join(ROOT, 'configs', 'demo', 'vit-tiny-p4_1xb64-tlalign_digits.py')
@@ -195,8 +195,7 @@ def paths(folder):
     from mmseg.apis import MMSegInferencer
 
     from tlalign_mm.models.pooled_timm_backbone import PooledTIMMBackbone
-    export, maps = map(load_tool, ('export_backbone.py',
-                                   'analysis/label_maps.py'))
+    label_maps = tool_main('analysis/label_maps.py')
 
     def pretrained(name, **init):
         net = BaseModule(init_cfg=dict(init, checkpoint=f'{folder}/{name}'))
@@ -222,10 +221,10 @@ def paths(folder):
         'mmdet-inferencer': lambda n: DetInferencer(
             None, f'{folder}/{n}', device='cpu'),
         'timm-backbone': lambda n: timm_backbone(f'{folder}/{n}'),
-        'export': lambda n: _stderr_of(lambda: export.run_tool(
-            export.main, [f'{folder}/{n}', f'{folder}/out.pth', '--prefix',
-                          ''])),
-        'label_maps': lambda n: _stderr_of(lambda: maps.main([
+        'export': lambda n: _stderr_of(lambda: run_script(
+            'export_backbone.py', [f'{folder}/{n}', f'{folder}/out.pth',
+                                   '--prefix', ''])),
+        'label_maps': lambda n: _stderr_of(lambda: label_maps([
             DEMO, f'{folder}/{n}', '--work-dir', f'{folder}/maps',
             '--num-images', '1', '--cfg-options',
             'test_dataloader.dataset.serialize_data=False'])),

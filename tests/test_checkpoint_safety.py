@@ -14,7 +14,7 @@ from mmengine.runner import load_checkpoint
 from tlalign_mm.checkpoint import CheckpointError, install, load, parse_config
 
 from . import crafted_checkpoints as crafted
-from .tool_scripts import ROOT
+from .cli import ROOT
 
 install()  # what the tools do
 load_module = importlib.import_module('tlalign_mm.checkpoint.load')

@@ -19,7 +19,7 @@ import pytest
 from mmengine.config import Config
 from mmengine.utils import get_installed_path
 
-from tools.config_snapshot import ROOT, load
+from tlalign_mm.testing.configs import ROOT, load
 
 CLASSIFICATION = ('tlalign', 'sl_vit', 'demo')
 DOWNSTREAM = ('transfer', 'upernet', 'cascade_mask_rcnn')

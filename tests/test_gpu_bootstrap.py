@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.tool_scripts import ROOT
+from tests.cli import ROOT
 
 
 @pytest.mark.e2e

@@ -18,7 +18,7 @@ import re
 
 from modelindex.load_model_index import load
 
-from tools.config_snapshot import ROOT, config_paths
+from tlalign_mm.testing.configs import ROOT, config_paths
 
 from .test_readme import expand
 

@@ -19,7 +19,7 @@ from mmengine.registry import PARAM_SCHEDULERS, DefaultScope
 from mmpretrain.registry import MODELS
 
 from tlalign_mm.checkpoint import CheckpointMismatchError
-from tools import config_snapshot
+from tlalign_mm.testing import configs as config_snapshot
 
 
 def load(rel_path: str):

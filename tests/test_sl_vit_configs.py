@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from mmengine.registry import TRANSFORMS, DefaultScope
 from mmpretrain.registry import MODELS
 
 import tlalign_mm  # noqa: F401
@@ -91,43 +92,60 @@ STATS = {
 
 @pytest.mark.parametrize('data', list(STATS))
 def test_sl_pipeline_is_the_originals(data):
-    """main.py:169-214: flip, crop, the AutoAugment policy (fill 128,
-    mmcv's -angle for PIL's counter-clockwise rotate, never negated:
-    utils/transforms.py:48-53), Normalize with the dataset's statistics,
-    random erasing filling the mean numbers in normalised units (the crop's
-    and the erasing's settings: the SL row of test_paper_configs'
-    CLAIMS)."""
+    """main.py:169-214, read from the pipeline and the data preprocessor
+    the config builds (as the Runner: the top-level data_preprocessor goes
+    to the model): flip, crop, the AutoAugment policy (fill 128, mmcv's
+    -angle for PIL's counter-clockwise rotate, never negated:
+    utils/transforms.py:48-53; the PIL ops told the dataset's channel
+    order), Normalize with the dataset's statistics, random erasing filling
+    the mean numbers in normalised units (the crop's and the erasing's
+    settings: the SL row of test_paper_configs' CLAIMS)."""
     cfg = load(f'sl_vit/vit_1xb128-cutmix_{data}.py')
-    pipeline = cfg.train_dataloader.dataset.pipeline
-    assert [t['type'] for t in pipeline[-5:]] == [
-        'RandomFlip', 'RandomCrop', 'AutoAugment', 'ZhongRandomErasing',
-        'PackInputs']
+    with DefaultScope.overwrite_default_scope(cfg.default_scope):
+        pipeline = [TRANSFORMS.build(t)
+                    for t in cfg.train_dataloader.dataset.pipeline]
+        model = dict(cfg.model)
+        model.setdefault('data_preprocessor', cfg.data_preprocessor)
+        pre = MODELS.build(model).data_preprocessor
+    assert [type(t).__name__ for t in pipeline[-5:]] == [
+        'RandomFlip', 'RandomCrop', 'HParamsAutoAugment',
+        'ZhongRandomErasing', 'PackInputs']
     _, _, aug, erase, _ = pipeline[-5:]
-    assert aug.hparams == dict(pad_val=128, channel_order='bgr' if
-                               data == 'tiny-imagenet' else 'rgb')
     policy = IMAGENET_POLICY if data == 'tiny-imagenet' else CIFAR10_POLICY
-    ours = [op for pair in aug.policies for op in pair]
+    ours = [op for sub in aug.transforms for op in sub.transforms]
     theirs = [op for p1, o1, m1, p2, o2, m2 in policy
               for op in ((p1, o1, m1), (p2, o2, m2))]
+    # mmpretrain's CIFAR arrays are RGB, LoadImageFromFile's BGR
+    # (tests/datasets/test_pil_augment.py reads them from the datasets)
+    order = 'bgr' if data == 'tiny-imagenet' else 'rgb'
     for op, (prob, name, index) in zip(ours, theirs, strict=True):
         kind, arg, direction, steps = OPS[name]
-        assert (op['type'], op['prob'], op.get('direction')) == (
-            kind, prob, direction)
+        assert (type(op).__name__, op.prob, getattr(
+            op, 'direction', None)) == (kind, prob, direction)
+        assert getattr(op, 'pad_val', 128) == 128, op
+        assert getattr(op, 'channel_order', order) == order, op
         if arg is not None:
             want = -steps[index] if name == 'rotate' else steps[index]
             # float64 from the same linspace: a few ulp (1e-9 is 10^4 ulp)
-            assert op[arg] == pytest.approx(want, abs=1e-9), op
-            # mmpretrain's 0.5 sign draw, except Rotate's
-            assert op.get('random_negative_prob', 0.5) == (
-                0. if name == 'rotate' else 0.5)
+            assert getattr(op, arg) == pytest.approx(want, abs=1e-9), op
+            # a sign drawn 50/50 where the original draws one (shear,
+            # translate and the enhancements); none for rotate, posterize
+            # and solarize (mmpretrain's Posterize and Solarize draw none)
+            assert op.random_negative_prob == (
+                0. if name in ('rotate', 'posterize', 'solarize') else 0.5), op
     mean, std = STATS[data]
-    pre = cfg.data_preprocessor
-    # float64 products of 4-digit constants by 255: a few ulp of ~100
-    assert pre.mean == pytest.approx([255 * m for m in mean], rel=1e-12)
-    assert pre.std == pytest.approx([255 * s for s in std], rel=1e-12)
-    fill = np.array(erase.fill)[::-1 if pre.get('to_rgb', False) else 1]
-    np.testing.assert_allclose((fill - np.array(pre.mean)) / np.array(
-        pre.std), mean, rtol=0, atol=1e-9)  # as above: values ~0.5
+    # float32 buffers of products of 4-digit constants by 255
+    assert pre.mean.flatten().tolist() == pytest.approx(
+        [255 * m for m in mean], rel=1e-6)
+    assert pre.std.flatten().tolist() == pytest.approx(
+        [255 * s for s in std], rel=1e-6)
+    bgr = pre.to_rgb  # flips BGR arrays before normalising
+    assert bgr == (order == 'bgr')
+    fill = np.array(erase.fill)[::-1 if bgr else 1]
+    mean255, std255 = (pre.mean.flatten().double().numpy(),
+                       pre.std.flatten().double().numpy())
+    np.testing.assert_allclose((fill - mean255) / std255, mean, rtol=0,
+                               atol=1e-6)  # float32 statistics: values ~0.5
 
 
 def _official_swin_params(img, patch, classes, sl):

@@ -1,5 +1,6 @@
 """What every config under ``configs/`` resolves to: a developer tool, not a
-test, and the tests' one parse of each config per session (:func:`load`).
+test (the tests' one parse of each config per session is
+:func:`tlalign_mm.testing.configs.load`).
 
 A refactor of the configs checks itself "behaviour unchanged" against a git
 revision (default HEAD): ``--check`` lists the configs whose resolved dict
@@ -15,67 +16,18 @@ Usage (from the repository root)::
         configs/tlalign/deit-small_4xb256-tlalign_in1k.py [--ref HEAD~1]
 """
 import argparse
-import copy
 import difflib
-import functools
-import glob
 import io
-import os
 import os.path as osp
 import pprint
-import re
 import subprocess
 import sys
 import tarfile
 import tempfile
-from unittest import mock
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-
-def config_paths(root: str = ROOT) -> list:
-    """Every runnable config (``_base_`` folders excluded), relative to
-    ``root``, sorted."""
-    return sorted(osp.relpath(p, root) for p in glob.glob(
-        osp.join(root, 'configs', '**', '*.py'), recursive=True)
-        if '_base_' not in osp.relpath(p, root).split(os.sep))
-
-
-def _read_package_metafiles_once():
-    """At every parse, mmengine reads every metafile of a ``mmpretrain::``
-    base's package (85 YAML files for mmpretrain) and asks pkg_resources
-    whether the package is installed, reloading it: most of a parse's time.
-    Neither changes within a process, so both are asked once (this process
-    only; mmengine's result is the same)."""
-    from mmengine.config import config, utils
-    if not hasattr(utils.load, 'cache_info'):
-        utils.load = functools.lru_cache(maxsize=None)(utils.load)
-        config.is_installed = functools.lru_cache(maxsize=None)(
-            config.is_installed)
-
-
-def resolved(path: str, root: str = ROOT):
-    """``Config.fromfile`` of ``path`` (relative to ``root``, or absolute)
-    with the ``{{$VAR:default}}`` variables any config reads unset."""
-    from mmengine.config import Config
-
-    import tlalign_mm  # noqa: F401  (the configs' custom_imports)
-    _read_package_metafiles_once()
-    names = {n for p in glob.glob(osp.join(root, 'configs', '**', '*.py'),
-                                  recursive=True)
-             for n in re.findall(r'\{\{\s*\$(\w+)', open(p).read())}
-    env = {k: v for k, v in os.environ.items() if k not in names}
-    with mock.patch.dict(os.environ, env, clear=True):
-        return Config.fromfile(osp.join(root, path))
-
-
-_parsed = functools.lru_cache(maxsize=None)(resolved)
-
-
-def load(path: str):
-    """:func:`resolved`, parsed once per process; each call returns its own
-    copy."""
-    return copy.deepcopy(_parsed(osp.join(ROOT, path)))
+from tlalign_mm.testing.configs import ROOT, config_paths, resolved  # noqa: E402,E501
 
 
 def text(path: str, root: str = ROOT) -> list:
@@ -106,6 +58,7 @@ def main(argv=None) -> int:
             config_paths(tmp))) if text(p, tmp) != text(p)]
     print('\n'.join(changed) or f'every config resolves as at {args.ref}')
     return 1 if changed else 0
+
 
 if __name__ == '__main__':
     sys.exit(main())

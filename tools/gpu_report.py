@@ -16,16 +16,20 @@ measured as a Markdown table and a JSON file to ``--out``:
   their ratios; compile time (the warm-up steps beyond the timed median);
 - one TL-Align step under ``torch.cuda.set_sync_debug_mode('error')``: the
   mixing and the model step, each passing or naming the first syncing call;
-- the CUDA cases of the test suite (the test files that skip without
-  CUDA, their ``cuda`` cases), run by pytest from this command;
-- the environment (GPU, torch, CUDA, Triton, commit).
+- the environment (mmengine's ``collect_env``: GPU, torch, CUDA, compilers;
+  and Triton, mmpretrain, timm, the commit).
+
+The CUDA cases of the test suite are CI's: ``pytest -m cuda tests`` on a
+machine with a GPU and the whole stack (the ``cuda`` marker).
 
 The budget (``--budget-s``) counts everything, compilation included. Phases
 run eager first, then compiled, then CUDA graphs, each over every model, so
 what runs out is the most expensive; a phase of one model stops cleanly at
 its share of the budget and the report says what it measured and what not.
-The steps are ``tools/benchmark.py``'s (one batch and one set of weights
-for every setting; the data preprocessor is not timed).
+The steps are ``tools/benchmark.py``'s (:mod:`tlalign_mm.testing.steps`:
+one batch and one set of weights for every setting; the data preprocessor
+is not timed). A TL-Align setting's ĀY path is its classifier's
+``align_cfg=dict(impl=...)``.
 
     python tools/gpu_report.py --out work_dirs/gpu_report          # on a GPU
     python tools/gpu_report.py --device cpu --tiny --out /tmp/r    # dry run
@@ -34,42 +38,26 @@ On the GPU machine, which has no OpenMMLab packages and no registry, run
 ``tools/gpu_bootstrap/run_on_gpu.sh`` (docs/performance.md).
 """
 import argparse
-import collections
 import contextlib
-import importlib.util
-import json
 import os
 import os.path as osp
-import platform
 import statistics
-import subprocess
 import sys
 import time
 import traceback
-import xml.etree.ElementTree as ET
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+import mmengine  # noqa: E402
 import torch  # noqa: E402
-from mmpretrain.structures import DataSample  # noqa: E402
+from mmengine.utils import get_git_hash  # noqa: E402
+from mmengine.utils.dl_utils import collect_env  # noqa: E402
+from prettytable import PrettyTable, TableStyle  # noqa: E402
 
-
-def _load_benchmark():
-    # tools/ is no package: load tools/benchmark.py by path, under its own
-    # name, so its build/step functions are reused rather than copied; with
-    # tools/ on the path, as it is for a script run from there.
-    if osp.join(ROOT, 'tools') not in sys.path:
-        sys.path.append(osp.join(ROOT, 'tools'))
-    spec = importlib.util.spec_from_file_location(
-        'gpu_report_benchmark', osp.join(ROOT, 'tools', 'benchmark.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-benchmark = _load_benchmark()
+from tlalign_mm.core.attention import choose_impl  # noqa: E402
+from tlalign_mm.testing import steps  # noqa: E402
 
 MODELS = ('deit-small', 'swin-tiny', 'deit-base', 'timm-deit-small')
 MODES = ('eager', 'compile', 'reduce-overhead')
@@ -109,61 +97,11 @@ TINY_ZOO = {
         neck=dict(type='GlobalAveragePooling'),
         head=dict(type='LinearClsHead', in_channels=32)),
 }
-TINY_PREFIX = 'tiny:'
 # rounds a phase times past its share of the budget (not past the budget)
 MIN_ROUNDS = 3
 
-# ---------------------------------------------------------------------------
-# The ĀY path: the ONE place in this report that knows how the core picks it.
-#
-# The core's switch is ``impl`` of ``tlalign_mm.core.head_mean_attention``
-# (``'auto'`` by default: ``choose_impl`` takes the Triton kernel on a GPU,
-# the explicit head-mean attention for heads narrower than 48, else SDPA
-# with the labels as values), which ``core.align`` passes on for every
-# recorded block. A training step aligns with ``'auto'``; to force a path
-# for one setting, ``label_path`` wraps the function the records call
-# (``tlalign_mm.core.records.head_mean_attention``) in this process only,
-# giving it ``impl=path``, and counts the path each call takes. Swin's and
-# PVT's blocks compute their softmax themselves: their labels are read off
-# the recorded probabilities (``mean_probs_attention``) and no path applies.
-# ---------------------------------------------------------------------------
 LABEL_PATHS = ('triton', 'explicit', 'sdpa')
 NO_PATH = 'softmax'  # no ĀY call: the block's own attention is read
-
-
-@contextlib.contextmanager
-def label_path(path=None, seen=None):
-    """Within the block, TL-Align's ĀY takes ``path`` (one of
-    :data:`LABEL_PATHS`; None: the package's choice). With ``seen`` (a
-    Counter), count the paths the calls take (eager steps only)."""
-    from tlalign_mm.core import attention, records
-    original = records.head_mean_attention
-    if path is None and seen is None:
-        yield
-        return
-
-    def forced(query, key, labels, bias=None, scale=None, impl='auto',
-               with_mass=False):
-        auto = attention.choose_impl(query, key, bias, scale)
-        # the Triton kernel applies only where 'auto' would take it (a GPU
-        # with Triton, no bias, one float scale); elsewhere it is not forced
-        if path is not None and (path != 'triton' or auto == 'triton'):
-            impl = path
-        if seen is not None:
-            seen[auto if impl == 'auto' else impl] += 1
-        return original(query, key, labels, bias, scale, impl, with_mass)
-
-    records.head_mean_attention = forced
-    try:
-        yield
-    finally:
-        records.head_mean_attention = original
-
-
-def path_name(seen):
-    """The path a step took, from :func:`label_path`'s counts."""
-    taken = [p for p in LABEL_PATHS if seen.get(p)]
-    return '+'.join(taken) if taken else NO_PATH
 
 
 # ---------------------------------------------------------------------------
@@ -209,34 +147,15 @@ class Budget:
 # Steps
 # ---------------------------------------------------------------------------
 def make_data(cfg, device):
-    g = torch.Generator().manual_seed(0)
-    n, side, classes = cfg['batch_size'], cfg['img_size'], cfg['num_classes']
-    return dict(
-        inputs=[torch.randint(0, 256, (3, side, side), dtype=torch.uint8,
-                              generator=g).to(device) for _ in range(n)],
-        data_samples=[DataSample().set_gt_label(int(i)) for i in
-                      torch.randint(0, classes, (n, ), generator=g)])
-
-
-def compile_model(model, mode, backend):
-    """As ``benchmark.compiled`` (the forward with the loss under
-    torch.compile, drop-path rates as Python floats: see its docstring),
-    with a backend and, for inductor, a mode."""
-    for module in model.modules():
-        if hasattr(module, 'drop_prob'):
-            module.drop_prob = float(module.drop_prob)
-    kwargs = dict(backend=backend)
-    if mode == 'reduce-overhead' and backend == 'inductor':
-        kwargs['mode'] = 'reduce-overhead'
-    model.forward = torch.compile(model.forward, **kwargs)
-    return model
+    return steps.make_data(cfg['batch_size'], cfg['img_size'],
+                           cfg['num_classes'], device)
 
 
 class Setting:
     """One row: a model instance, its optimizer, its ĀY path, and what was
     measured."""
 
-    def __init__(self, method, mode, path, model):
+    def __init__(self, method, mode, path, model, default=False):
         self.method, self.mode, self.path = method, mode, path
         self.model = model
         self.optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -244,7 +163,7 @@ class Setting:
         self.warmup = []
         self.graphs = self.breaks = 0
         self.recompiled = False
-        self.default = False
+        self.default = default
         self.capture_issues = []  # why inductor did not capture CUDA graphs
         self.error = None  # what stopped this setting, if anything
 
@@ -261,14 +180,11 @@ class Setting:
             resident = torch.cuda.memory_allocated()
             if self.mode == 'reduce-overhead':
                 torch.compiler.cudagraph_mark_step_begin()
-        # the default row runs as the package chooses, unforced
-        forced = self.method != 'cutmix' and not self.default and \
-            self.path != NO_PATH
         skips = cudagraph_skips(self.capture_issues) \
             if self.mode == 'reduce-overhead' else contextlib.nullcontext()
-        with label_path(self.path if forced else None), skips:
-            t, mem = benchmark.step(self.model, self.optim, data,
-                                    self.method, device, bf16, num_classes)
+        with skips:
+            t, mem = steps.step(self.model, self.optim, data, self.method,
+                                device, bf16, num_classes)
         return t, mem - resident, mem
 
 
@@ -313,37 +229,34 @@ def cudagraph_skips(reasons):
 # ---------------------------------------------------------------------------
 # One model, one mode
 # ---------------------------------------------------------------------------
-def build(name, method, cfg, device, base_state):
-    model = benchmark.build(name, method, cfg['num_classes']).to(device)
-    model.load_state_dict(base_state)  # one set of weights for all
-    model.train()
-    return model
+def build(model, method, cfg, device, base_state, path=None):
+    """A classifier of ``method`` with the shared weights; a TL-Align one
+    takes ``path`` (``align_cfg=dict(impl=path)``; None: the package's
+    choice)."""
+    impl = None if path in (None, NO_PATH) else dict(impl=path)
+    classifier = steps.build(model, method, cfg['num_classes'], impl)
+    classifier.to(device).load_state_dict(base_state)  # one set of weights
+    classifier.train()
+    return classifier
 
 
-def detect_paths(name, cfg, data, device, args, base_state):
-    """The ĀY path the package picks for this model, and the others that
-    apply (each taken by one eager step under :func:`label_path`)."""
-    setting = Setting('tlalign', 'eager', None,
-                      build(name, 'tlalign', cfg, device, base_state))
-    seen = collections.Counter()
-    with label_path(None, seen):
-        benchmark.step(setting.model, setting.optim, data, 'tlalign',
-                       device, args.bf16, cfg['num_classes'])
-    default = path_name(seen)
-    others = []
-    if default != NO_PATH:
-        for path in LABEL_PATHS:
-            if path == default:
-                continue
-            seen = collections.Counter()
-            with label_path(path, seen):
-                benchmark.step(setting.model, setting.optim, data,
-                               'tlalign', device, args.bf16,
-                               cfg['num_classes'])
-            if path_name(seen) == path:
-                others.append(path)
-    del setting
-    return default, others
+def detect_paths(model, cfg, data, device, base_state):
+    """The ĀY path the package picks for this model (``choose_impl`` on
+    what one recorded forward of a batch recorded, block by block), and the
+    others that apply: SDPA and explicit wherever queries and keys are
+    recorded, Triton only where the package would take it (a GPU with
+    Triton, no bias, one float scale)."""
+    classifier = build(model, 'tlalign', cfg, device, base_state)
+    batch = classifier.data_preprocessor(steps.fresh(data), training=True)
+    with torch.no_grad():
+        _, recorded = classifier.recording(batch['inputs'])
+    chosen = {choose_impl(s.q, s.k, s.bias, s.scale) for s in recorded.slots
+              if s.q is not None}
+    if not chosen:  # every block computes its own softmax
+        return NO_PATH, []
+    default = '+'.join(p for p in LABEL_PATHS if p in chosen)
+    return default, [p for p in LABEL_PATHS if p != default and (
+        p != 'triton' or chosen == {'triton'})]
 
 
 def measure(name, mode, cfg, data, device, args, paths, base_state,
@@ -359,18 +272,19 @@ def measure(name, mode, cfg, data, device, args, paths, base_state,
     default, others = paths
     settings = [Setting('cutmix', mode, None,
                         build(name, 'cutmix', cfg, device, base_state))]
-    for path in [default] + others:
-        s = Setting('tlalign', mode, path,
-                    build(name, 'tlalign', cfg, device, base_state))
-        s.default = path == default
-        settings.append(s)
+    for path in [default] + others:  # the default row as the package picks
+        settings.append(Setting('tlalign', mode, path, build(
+            name, 'tlalign', cfg, device, base_state,
+            None if path == default else path), default=path == default))
     if mode != 'eager':
         torch._dynamo.reset()
         for s in settings:
             # One eager step first, in every setting alike, so that every
             # setting is compiled after the same first step.
             s.run(data, device, args.bf16, cfg['num_classes'])
-            compile_model(s.model, mode, args.compile_backend)
+            steps.compiled(s.model, 'reduce-overhead' if mode ==
+                           'reduce-overhead' else 'default',
+                           args.compile_backend)
     warm = 1 if mode == 'eager' else cfg['compiled_warmup']
     note = ''
     ready = []
@@ -472,7 +386,7 @@ def rows_of(name, settings, note, planned):
 
 
 # ---------------------------------------------------------------------------
-# Syncs, CUDA tests, environment
+# Syncs, environment
 # ---------------------------------------------------------------------------
 def first_sync(fn):
     """'pass', or the sync error and the innermost frame outside torch."""
@@ -500,13 +414,13 @@ def sync_check(name, cfg, data, device, args, base_state):
     model = build(name, 'tlalign', cfg, device, base_state)
     optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
     # one step first: lazy CUDA initialisation syncs once, by design
-    benchmark.step(model, optim, data, 'tlalign', device, args.bf16,
+    steps.step(model, optim, data, 'tlalign', device, args.bf16,
                    cfg['num_classes'])
     torch.cuda.synchronize()
     batch = {}
 
     def mixing():
-        batch.update(model.data_preprocessor(benchmark.fresh(data),
+        batch.update(model.data_preprocessor(steps.fresh(data),
                                              training=True))
 
     def model_step():
@@ -525,93 +439,21 @@ def sync_check(name, cfg, data, device, args, base_state):
     return result
 
 
-def cuda_test_files():
-    """Test files that skip cases without CUDA (their ``cuda`` cases are
-    the ones CI never runs)."""
-    found = []
-    for folder, _, files in os.walk(osp.join(ROOT, 'tests')):
-        for f in sorted(files):
-            if f.startswith('test_') and f.endswith('.py'):
-                path = osp.join(folder, f)
-                with open(path, encoding='utf-8') as fh:
-                    if 'cuda.is_available()' in fh.read():
-                        found.append(osp.relpath(path, ROOT))
-    return sorted(found)
-
-
-def run_cuda_tests(out_dir, timeout):
-    files = cuda_test_files()
-    xml = osp.join(out_dir, 'cuda_tests.xml')
-    cmd = [sys.executable, '-m', 'pytest', *files, '-k', 'cuda', '-q',
-           '-p', 'no:cacheprovider', f'--junitxml={xml}']
-    result = dict(files=files, command=' '.join(cmd[1:]), cases=[])
-    if not files:
-        result['outcome'] = 'no test file skips without CUDA'
-        return result
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(
-        [ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep)
-                  if p])
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=max(timeout, 1))
-    except subprocess.TimeoutExpired:
-        result['outcome'] = f'timed out after {timeout:.0f} s (budget)'
-        return result
-    result['seconds'] = time.perf_counter() - start
-    result['returncode'] = proc.returncode
-    result['tail'] = (proc.stdout + proc.stderr)[-3000:]
-    if osp.exists(xml):
-        for case in ET.parse(xml).getroot().iter('testcase'):
-            outcome = 'passed'
-            for tag in ('failure', 'error', 'skipped'):
-                if case.find(tag) is not None:
-                    outcome = {'failure': 'failed'}.get(tag, tag)
-            result['cases'].append(dict(
-                name=f"{case.get('classname')}::{case.get('name')}",
-                outcome=outcome))
-    counts = collections.Counter(c['outcome'] for c in result['cases'])
-    result['counts'] = dict(counts)
-    result['outcome'] = ', '.join(f'{n} {k}' for k, n in
-                                  sorted(counts.items())) or \
-        f'pytest exit {proc.returncode}, no case ran'
-    return result
-
-
-def commit(given):
-    if given:
-        return given
-    try:
-        head = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=ROOT,
-                              capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(['git', 'status', '--porcelain',
-                                '--untracked-files=no'], cwd=ROOT,
-                               capture_output=True, text=True, timeout=10)
-        if head.returncode == 0:
-            return head.stdout.strip()[:12] + (
-                ' (uncommitted changes)' if dirty.stdout.strip() else '')
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return 'unknown (no git here: pass --commit)'
-
-
 def environment(device, args):
-    env = dict(device=str(device), torch=torch.__version__,
-               cuda=torch.version.cuda, python=platform.python_version(),
-               commit=commit(args.commit), cpu_threads=torch.get_num_threads())
-    try:
-        import triton
-        env['triton'] = triton.__version__
-    except ImportError:
-        env['triton'] = 'not installed'
+    """mmengine's ``collect_env`` (GPU, torch, CUDA, compilers), and what it
+    does not name: Triton, mmpretrain, timm, the device's capability and
+    the commit (``--commit`` where the tree has no git)."""
+    env = {k: str(v) for k, v in collect_env().items()}
+    env.update(device=str(device), torch=torch.__version__,
+               cuda=str(torch.version.cuda),
+               commit=args.commit or get_git_hash(
+                   'unknown (no git here: pass --commit)', digits=12),
+               cpu_threads=torch.get_num_threads(), gpu='none')
     if device.type == 'cuda':
         env['gpu'] = torch.cuda.get_device_name(device)
         env['capability'] = '.'.join(
             map(str, torch.cuda.get_device_capability(device)))
-    else:
-        env['gpu'] = 'none'
-    for pkg in ('mmengine', 'mmcv', 'mmpretrain', 'timm'):
+    for pkg in ('triton', 'mmpretrain', 'timm'):
         try:
             env[pkg] = __import__(pkg).__version__
         except ImportError:
@@ -657,9 +499,10 @@ def markdown(report):
         'allocated before it (CPU: the bytes saved for backward); peak MiB: '
         'the peak allocated (every setting\'s weights and optimizer state '
         'included). `*`: the ĀY path the package picks.', '',
-        '| model | setting | ĀY path | reps | step ms | × CutMix | step MiB '
-        '| × | peak MiB | × | compile s | graphs | note |',
-        '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+        ]
+    table = PrettyTable(['model', 'setting', 'ĀY path', 'reps', 'step ms',
+                         '× CutMix', 'step MiB', '×', 'peak MiB', '× ',
+                         'compile s', 'graphs', 'note'])
     for r in report['rows']:
         path = '' if r['method'] == 'cutmix' else \
             r['path'] + (' *' if r['default_path'] else '')
@@ -673,13 +516,16 @@ def markdown(report):
             note = '; '.join(filter(None, [note, 'recompiled while timed']))
         graphs = '' if r['mode'] == 'eager' else \
             f"{r['graphs']} ({r['graph_breaks']} breaks)"
-        lines.append(
-            f"| {r['model']} | {r['setting']} | {path} | {r['reps']} | "
-            f"{_f(r['step_s'] and r['step_s'] * 1e3, '.1f')} | "
-            f"{_f(r['step_ratio'], '.3f')} | {_f(r['step_mib'], '.1f')} | "
-            f"{_f(r['mem_ratio'], '.3f')} | {_f(r['peak_mib'], '.1f')} | "
-            f"{_f(r['peak_ratio'], '.3f')} | {_f(r['compile_s'], '.1f')} | "
-            f"{graphs} | {note} |")
+        table.add_row([
+            r['model'], r['setting'], path, r['reps'],
+            _f(r['step_s'] and r['step_s'] * 1e3, '.1f'),
+            _f(r['step_ratio'], '.3f'), _f(r['step_mib'], '.1f'),
+            _f(r['mem_ratio'], '.3f'), _f(r['peak_mib'], '.1f'),
+            _f(r['peak_ratio'], '.3f'), _f(r['compile_s'], '.1f'), graphs,
+            note])
+    table.set_style(TableStyle.MARKDOWN)
+    table.align = 'l'
+    lines.append(table.get_string())
     lines.append('')
     lines.append(f"- targets (the package's default path): "
                  f"{against_targets(report['rows'])}")
@@ -690,12 +536,6 @@ def markdown(report):
     lines.append(f"- host syncs, one TL-Align step of {sync.get('model')} "
                  f"(`set_sync_debug_mode('error')`): mixing: "
                  f"{sync.get('mixing')}; model step: {sync.get('model_step')}")
-    tests = report['cuda_tests']
-    lines.append(f"- CUDA tests ({', '.join(tests.get('files', [])) or '-'}"
-                 f", `-k cuda`): {tests.get('outcome')}")
-    for case in tests.get('cases', []):
-        if case['outcome'] in ('failed', 'error'):
-            lines.append(f"  - {case['outcome']}: {case['name']}")
     b = report['budget']
     lines.append(f"- budget {b['budget_s']:.0f} s, spent {b['spent_s']:.0f} s,"
                  f" {b['measurements']} timed steps"
@@ -722,8 +562,9 @@ def parse_args(argv=None):
                         "CPU: eager, dynamo alone, which compiles in seconds)")
     parser.add_argument('--tests-s', type=float, default=75.,
                         help='seconds kept from the budget for the sync '
-                        'check and the CUDA tests')
-    parser.add_argument('--no-tests', dest='tests', action='store_false')
+                        'check')
+    parser.add_argument('--no-tests', dest='tests', action='store_false',
+                        help='no sync check')
     parser.add_argument('--commit', default=None,
                         help='the commit, where the tree has no git')
     args = parser.parse_args(argv)
@@ -741,7 +582,7 @@ def parse_args(argv=None):
 
 def main(argv=None, clock=time.perf_counter):
     """Run the report; ``clock`` (seconds) is what the budget is read off
-    (the step timings are benchmark.py's own)."""
+    (the step timings are :func:`tlalign_mm.testing.steps.step`'s)."""
     args = parse_args(argv)
     budget = Budget(args.budget_s, clock)
     device = torch.device(args.device)
@@ -751,9 +592,7 @@ def main(argv=None, clock=time.perf_counter):
     cfg = dict(TINY if args.tiny else FULL)
     if args.reps:
         cfg['reps'] = args.reps
-    if args.tiny:
-        benchmark.MODELS_ZOO.update(
-            {TINY_PREFIX + k: v for k, v in TINY_ZOO.items()})
+    zoo = TINY_ZOO if args.tiny else steps.MODELS_ZOO
     # Several compiled settings of one model are alive at once.
     torch._dynamo.config.cache_size_limit = 64
     os.makedirs(args.out, exist_ok=True)
@@ -767,7 +606,7 @@ def main(argv=None, clock=time.perf_counter):
     weights = [MODE_WEIGHT[mode] for mode, _ in plan]
     rows, not_measured, models = [], [], {}
     for i, (mode, name) in enumerate(plan):
-        key = (TINY_PREFIX if args.tiny else '') + name
+        spec = zoo[name]
         if not budget.may_go_on(measure_end):
             not_measured.append(dict(model=name, mode=mode,
                                      reason='budget spent before it'))
@@ -778,12 +617,12 @@ def main(argv=None, clock=time.perf_counter):
         try:
             if name not in models:
                 torch.manual_seed(0)
-                base = benchmark.build(key, 'cutmix', cfg['num_classes'])
+                base = steps.build(spec, 'cutmix', cfg['num_classes'])
                 state = base.state_dict()
                 models[name] = dict(state=state, paths=detect_paths(
-                    key, cfg, data, device, args, state))
+                    spec, cfg, data, device, state))
             settings, note = measure(
-                key, mode, cfg, data, device, args, models[name]['paths'],
+                spec, mode, cfg, data, device, args, models[name]['paths'],
                 models[name]['state'], budget, t0 + max(share, 0.),
                 measure_end)
         except Exception as err:  # noqa: BLE001  (reported, not fatal)
@@ -797,14 +636,13 @@ def main(argv=None, clock=time.perf_counter):
         print(f'  {name} {mode}: {clock() - t0:.1f} s, '
               f'{sum(len(s.times) for s in settings)} timed steps '
               f'{note}', flush=True)
-    sync = dict(model=None, mixing='not run', model_step='not run')
-    tests = dict(outcome='not run (--no-tests)', files=[])
+    sync = dict(model=None, mixing='not run (--no-tests)',
+                model_step='not run (--no-tests)')
     if args.tests:
         name = args.models[0]
         if budget.left() > 0 and name in models:
             try:
-                sync = sync_check((TINY_PREFIX if args.tiny else '') + name,
-                                  cfg, data, device, args,
+                sync = sync_check(zoo[name], cfg, data, device, args,
                                   models[name]['state'])
             except Exception as err:  # noqa: BLE001  (reported, not fatal)
                 sync = dict(mixing='failed: ' + failure(err),
@@ -813,9 +651,6 @@ def main(argv=None, clock=time.perf_counter):
         else:
             sync = dict(model=args.models[0], mixing='not run: budget spent',
                         model_step='not run: budget spent')
-        tests = run_cuda_tests(args.out, budget.left()) \
-            if budget.left() > 1 else dict(outcome='not run: budget spent',
-                                           files=cuda_test_files())
     report = dict(
         date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
         environment=env,
@@ -823,13 +658,11 @@ def main(argv=None, clock=time.perf_counter):
                     compile_backend=args.compile_backend,
                     models=args.models, modes=args.modes),
         rows=rows, not_measured=not_measured, sync_check=sync,
-        cuda_tests=tests,
         budget=dict(budget_s=args.budget_s, spent_s=budget.elapsed(),
                     measurements=budget.measurements,
                     stop=budget.note()))
     table = markdown(report)
-    with open(osp.join(args.out, 'gpu_report.json'), 'w') as f:
-        json.dump(report, f, indent=1)
+    mmengine.dump(report, osp.join(args.out, 'gpu_report.json'), indent=1)
     with open(osp.join(args.out, 'gpu_report.md'), 'w') as f:
         f.write(table)
     print(table, flush=True)

@@ -30,7 +30,7 @@ TORCH_PINS=(torch==2.14.1 torchvision==0.29.1)
 BUILD_PINS=("setuptools>=77,<81" wheel ninja)
 STACK_PINS=(mmengine==0.10.7 mmdet==3.3.0 mmsegmentation==1.2.2 mmpretrain==1.2.0
             "timm>=1.0,<2" "pytest>=8" "ruff>=0.6" scikit-learn scipy matplotlib ftfy regex
-            pyautoattack==0.2.0)
+            pyautoattack==0.2.0 radon==6.0.1)
 
 fingerprint() {
   cat "$ROOT/tools/install.sh" "$ROOT/setup.py" | sha256sum | cut -d' ' -f1

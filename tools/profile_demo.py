@@ -1,19 +1,26 @@
 """Where a main-job run's time goes, and a demo iteration against the bare
 model step.
 
-Each run is one of the job's (``tools/run_demo.py``): a demo config through
-``tools/train.py`` (its ``main``, ``merge_args`` and ``build_runner``), one
-thread, seed 0. Timers wrap the phases of an iteration (data loading, the
-dataset's transforms, collation, the data preprocessor with the mixing,
-forward and loss, the alignment inside it, backward, gradient clipping, the
-optimizer, each hook) and the per-run fixed costs (config and runner build,
-the set-up in ``runner.train()``, each validation, the checkpoint, the
-label shift). After every epoch the bare model step runs ``--bare`` times:
-forward, loss, backward and AdamW, on a copy of the run's model and one
-batch the run's data preprocessor made (mixed, of the same shape), with no
-runner, loader or hook; its time is left out of the run's. The ratio of the
-two, epoch by epoch, compares interleaved measurements, so load on the
-machine hits both alike.
+Each run is one of the job's (:func:`tlalign_mm.apis.demo.run_job`'s: a demo
+config through ``tools/train.py``'s runner, one thread, seed 0). What it
+reads, all from the run itself:
+
+- the iteration and its data loading: mmengine's ``IterTimerHook``
+  (``train/time``, ``train/data_time`` of every iteration);
+- the phases inside an iteration: ``torch.profiler`` over ``--profile-iters``
+  iterations after the first epoch, by the labels torch and the package
+  give them: the loader's ``enumerate(DataLoader)``, TL-Align's
+  ``tlalign.align``, autograd's backward functions, ``Optimizer.step`` and
+  ``zero_grad``; the rest is the data preprocessor with the mixing, the
+  forward and loss less the alignment, gradient clipping and the hooks.
+  Their shares of the profiled iterations are scaled to the mean iteration;
+- the bare model step: after every epoch, ``--bare`` times forward, loss,
+  backward and AdamW on a copy of the run's model and one batch the run's
+  data preprocessor made (mixed, of the same shape), with no runner, loader
+  or hook; left out of the run's time. ``iteration / bare`` compares
+  interleaved measurements, so load on the machine hits both alike;
+- the per-run fixed costs: runner build, set-up, validation (``val/time``),
+  label shift.
 
     .venv/bin/python tools/profile_demo.py                 # the four demo runs
     .venv/bin/python tools/profile_demo.py --models ViT --targets TL-Align \
@@ -22,11 +29,6 @@ machine hits both alike.
     # torch.compile of the loss, paid once per process: 3 runs of a model
     .venv/bin/python tools/profile_demo.py --models ViT --targets TL-Align \
         --seeds 0 1 2 [--compile]
-
-The ratio the job is held to (issue 31) is ``iteration / bare``: a demo
-iteration in the training loop (data, step, every per-iteration hook) over
-the bare step. ``run / bare`` also spreads each run's fixed costs over its
-iterations.
 """
 import os
 
@@ -36,75 +38,30 @@ os.environ['MKL_NUM_THREADS'] = '1'
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import copy  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
 import os.path as osp  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections import defaultdict  # noqa: E402
-from unittest import mock  # noqa: E402
 
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+import mmengine  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from mmengine.hooks import Hook  # noqa: E402
-from mmengine.optim import OptimWrapper  # noqa: E402
-from mmengine.runner import EpochBasedTrainLoop, Runner, ValLoop  # noqa: E402
-from torch.utils.data.dataloader import _BaseDataLoaderIter  # noqa: E402
+from torch.profiler import ProfilerActivity, profile, schedule  # noqa: E402
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-#: the clock of every timer: wall time (``--clock wall``, for a quiet
-#: machine) or this thread's CPU time (``--clock cpu``: a run is one
-#: thread, and on a loaded machine its CPU time is what it would take alone)
-now = time.perf_counter
+from tlalign_mm.apis import build_train_runner, demo, parse_train_args  # noqa: E402,E501
+from tlalign_mm.apis.demo import markdown_table  # noqa: E402
 
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(
-        f'profile_demo_{name}', osp.join(ROOT, 'tools', f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-run_demo = _load('run_demo')
-
-#: per-iteration phases, in the order of an iteration; indented ones are
-#: parts of the one above
-PHASES = ('data', '  transforms', '  collate', 'preprocess + mix', 'forward',
-          '  alignment', 'backward', 'grad clip', 'optimizer')
-
-
-class Clock:
-    """Seconds spent in named phases; ``training`` is set only inside an
-    epoch's iterations, so the loader and model calls of validation and of
-    the label shift are not counted as iteration phases."""
-
-    def __init__(self):
-        self.total = defaultdict(float)
-        self.calls = defaultdict(int)
-        self.training = False
-
-    def wrap(self, name, fn, always=False):
-        def timed(*args, **kwargs):
-            if not (always or self.training):
-                return fn(*args, **kwargs)
-            start = now()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.total[name] += now() - start
-                self.calls[name] += 1
-        return timed
-
-    @contextlib.contextmanager
-    def span(self, name):
-        start = now()
-        try:
-            yield
-        finally:
-            self.total[name] += now() - start
-            self.calls[name] += 1
+#: phase -> how its profiler events are named (prefixes)
+PHASES = {
+    'data': ('enumerate(DataLoader)', ),
+    'alignment': ('tlalign.align', ),
+    'backward': ('autograd::engine::evaluate_function', ),
+    'optimizer': ('Optimizer.step', 'Optimizer.zero_grad'),
+}
+REST = 'the rest: preprocess + mix, forward, clip, hooks'
 
 
 def compile_loss(model):
@@ -119,20 +76,12 @@ def compile_loss(model):
     model.loss = torch.compile(model.loss, dynamic=True)
 
 
-class CompileLoss(Hook):
-    priority = 'VERY_HIGH'
-
-    def before_train(self, runner):
-        compile_loss(runner.model)
-
-
-def bare_step(model, optimizer, batch):
-    """Forward, loss, backward, AdamW: the model step alone."""
-    losses = model(**batch, mode='loss')
-    loss = sum(v for k, v in losses.items() if 'loss' in k)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+@contextlib.contextmanager
+def _own_random_state():
+    state = np.random.get_state()
+    with torch.random.fork_rng():
+        yield
+    np.random.set_state(state)
 
 
 class BareSteps(Hook):
@@ -140,13 +89,14 @@ class BareSteps(Hook):
     of a second build of the run's model, with the run's weights as they
     were after its first step, on the first batch the run's preprocessor
     mixed; the run's random state is left as it was."""
+    priority = 'LOWEST'
 
-    def __init__(self, clock, n=None, compile=False):
-        self.clock, self.n, self.times = clock, n, []
-        self.model = self.batch = None
-        self.compile = compile
+    def __init__(self, n=None, compile=False):
+        self.n, self.compile, self.times, self.batch = n, compile, [], None
 
     def before_train(self, runner):
+        if self.compile:
+            compile_loss(runner.model)
         cfg = copy.deepcopy(runner.cfg.model)
         cfg.setdefault('data_preprocessor', runner.cfg.get(
             'data_preprocessor'))
@@ -171,199 +121,91 @@ class BareSteps(Hook):
 
     def after_train_epoch(self, runner):
         n = len(runner.train_dataloader) if self.n is None else self.n
-        training, self.clock.training = self.clock.training, False
         with _own_random_state():
             for _ in range(n):
-                start = now()
-                bare_step(self.model, self.optimizer, self.batch)
-                self.times.append(now() - start)
-        self.clock.training = training
+                start = time.perf_counter()
+                losses = self.model(**self.batch, mode='loss')
+                sum(v for k, v in losses.items() if 'loss' in k).backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                self.times.append(time.perf_counter() - start)
 
 
-@contextlib.contextmanager
-def _own_random_state():
-    state = np.random.get_state()
-    with torch.random.fork_rng():
-        yield
-    np.random.set_state(state)
+class PhaseProfile(Hook):
+    """``torch.profiler`` over ``iters`` whole iterations after the first
+    epoch (one step of the profiler per iteration)."""
+    priority = 'VERY_LOW'
+
+    def __init__(self, iters: int):
+        self.iters, self.profiler = iters, None
+
+    def before_train(self, runner):
+        self.profiler = profile(
+            activities=[ProfilerActivity.CPU], schedule=schedule(
+                skip_first=len(runner.train_dataloader), wait=0, warmup=1,
+                active=self.iters, repeat=1))
+        self.profiler.start()
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None):
+        self.profiler.step()
+
+    def after_train(self, runner):
+        self.profiler.stop()
+
+    def shares(self):
+        """Each phase's share of the profiled iterations' time."""
+        events = self.profiler.key_averages()
+        total = sum(e.cpu_time_total for e in events
+                    if e.key.startswith('ProfilerStep'))
+        return {p: sum(e.cpu_time_total for e in events
+                       if e.key.startswith(prefixes)) / total
+                if total else float('nan') for p, prefixes in PHASES.items()}
 
 
-def instrument(clock, runner, bare):
-    """Timers on the phases of ``runner``'s training (patches undone by the
-    returned ExitStack)."""
-    stack = contextlib.ExitStack()
-    patch = stack.enter_context
-    model = runner.model
-    model.data_preprocessor.forward = clock.wrap(
-        'preprocess + mix', model.data_preprocessor.forward)
-    model.loss = clock.wrap('forward', model.loss)
-    aligned = sys.modules.get('tlalign_mm.models.aligned_forward')
-    if aligned is not None and hasattr(aligned, 'align'):
-        patch(mock.patch.object(aligned, 'align',
-                                clock.wrap('  alignment', aligned.align)))
-    for name, method in (('backward', OptimWrapper.backward),
-                         ('grad clip', OptimWrapper._clip_grad),
-                         ('optimizer', OptimWrapper.step),
-                         ('optimizer', OptimWrapper.zero_grad)):
-        patch(mock.patch.object(OptimWrapper, method.__name__,
-                                clock.wrap(name, method)))
-    patch(mock.patch.object(_BaseDataLoaderIter, '__next__',
-                            clock.wrap('data', _BaseDataLoaderIter.__next__)))
-
-    build_dataloader = Runner.build_dataloader
-
-    def build_timed_dataloader(*args, **kwargs):
-        loader = build_dataloader(*args, **kwargs)
-        loader.collate_fn = clock.wrap('  collate', loader.collate_fn)
-        # the dataset's samples and transforms: a batch at once where the
-        # dataset makes one (Digits), else sample by sample
-        dataset, name = loader.dataset, 'prepare_data'
-        if callable(getattr(dataset, '__getitems__', None)):
-            name = '__getitems__'
-        setattr(dataset, name,
-                clock.wrap('  transforms', getattr(dataset, name)))
-        return loader
-    patch(mock.patch.object(Runner, 'build_dataloader',
-                            staticmethod(build_timed_dataloader)))
-
-    def call_hook(self, fn_name, **kwargs):
-        for hook in self._hooks:
-            if hasattr(hook, fn_name):
-                with clock.span(f'hook {type(hook).__name__}.{fn_name}'):
-                    getattr(hook, fn_name)(self, **kwargs)
-    patch(mock.patch.object(Runner, 'call_hook', call_hook))
-
-    run_epoch = EpochBasedTrainLoop.run_epoch
-
-    def timed_epoch(self):
-        clock.training = True
-        try:
-            with clock.span('epochs'):
-                run_epoch(self)
-        finally:
-            clock.training = False
-    patch(mock.patch.object(EpochBasedTrainLoop, 'run_epoch', timed_epoch))
-    train_run = EpochBasedTrainLoop.run
-    patch(mock.patch.object(EpochBasedTrainLoop, 'run', clock.wrap(
-        'training loop', train_run, always=True)))
-    patch(mock.patch.object(ValLoop, 'run', clock.wrap(
-        'validation', ValLoop.run, always=True)))
-    runner.register_hook(bare, priority='LOWEST')
-    return stack
-
-
-def profile_run(train, job, bare_n, compile=False):
-    """One run of the job's (``run_demo``'s ``_train``, then its label
-    shift), timed, its loss compiled if asked; returns the clock, the bare
-    step's times and the run's iteration count."""
-    clock = Clock()
-    bare = BareSteps(clock, bare_n, compile)
-    build_runner, stacks, runners = train.build_runner, [], []
-
-    def build(cfg):
-        with clock.span('runner build'):
-            runner = build_runner(cfg)
-        if compile:
-            runner.register_hook(CompileLoss())
-        stacks.append(instrument(clock, runner, bare))
-        runners.append(runner)
-        return runner
-
-    run_demo._TRAIN, train.build_runner = train, build
-    try:
-        with clock.span('tools/train.py main'):
-            run_demo._train(job)
-    finally:
-        train.build_runner = build_runner
-        for stack in stacks:
-            stack.close()
-    with clock.span('label shift'):
-        run_demo.label_shift(job.config,
-                             run_demo.final_checkpoint(job.work_dir),
-                             job.options)
-    return clock, bare.times, runners[0].train_loop.iter
-
-
-def report(name, clock, bare_times, iters):
-    """A dict of the run's per-iteration and per-run numbers."""
-    t = clock.total
-    ms = {p: 1e3 * t[p] / iters for p in PHASES}
-    hooks = defaultdict(float)
-    epoch_hooks = 0.0
-    for key, value in t.items():
-        if not key.startswith('hook '):
-            continue
-        hook, stage = key[5:].rsplit('.', 1)
-        if hook == 'BareSteps':
-            continue
-        if stage.endswith('_iter'):
-            hooks[hook] += value
-        elif stage in ('before_train_epoch', 'after_train_epoch'):
-            epoch_hooks += value
-    ms['hooks (per iteration)'] = 1e3 * sum(hooks.values()) / iters
-    bare_s = t['hook BareSteps.after_train_epoch']
-    # an epoch's time less its epoch-level hooks (the bare steps, the
-    # checkpoint, the drift log) is its iterations'
-    in_epochs = t['epochs'] - epoch_hooks - bare_s
-    ms['iteration'] = 1e3 * in_epochs / iters
-    named = sum(ms[p] for p in PHASES if not p.startswith(' ')) + \
-        ms['hooks (per iteration)']
-    ms['rest of the loop'] = ms['iteration'] - named
-    bare = sum(bare_times) / len(bare_times) if bare_times else float('nan')
-    run_s = t['tools/train.py main'] + t['label shift'] - bare_s
-    fixed = {
-        'runner build': t['runner build'],
-        'set-up in runner.train()': t['tools/train.py main'] -
-        t['runner build'] - t['training loop'],
-        f'validation ({clock.calls["validation"]}x)': t['validation'],
-        'epoch hooks (checkpoint, logs)': epoch_hooks,
-        'label shift': t['label shift'],
-    }
-    fixed['all fixed'] = sum(fixed.values())
-    return dict(name=name, iters=iters, ms_per_iter=ms,
-                hooks_ms={k: 1e3 * v / iters for k, v in hooks.items()},
-                fixed_s=fixed, run_s=run_s, bare_ms=1e3 * bare,
-                bare_n=len(bare_times),
-                ratio_iteration=ms['iteration'] / (1e3 * bare),
-                ratio_run=run_s / iters / bare)
-
-
-def print_report(rows):
-    names = [r['name'] for r in rows]
-    width = max(26, *(len(n) for n in names))
-    print(f'\n{"ms per iteration":{width}s} ' +
-          ' '.join(f'{n:>16s}' for n in names))
-    keys = list(PHASES) + ['hooks (per iteration)', 'rest of the loop',
-                           'iteration']
-    for key in keys:
-        print(f'{key:{width}s} ' + ' '.join(
-            f'{r["ms_per_iter"][key]:16.2f}' for r in rows))
-    print(f'{"bare model step":{width}s} ' + ' '.join(
-        f'{r["bare_ms"]:16.2f}' for r in rows))
-    hooks = sorted({h for r in rows for h in r['hooks_ms']})
-    print(f'\n{"hooks, ms per iteration":{width}s}')
-    for hook in hooks:
-        print(f'  {hook:{width - 2}s} ' + ' '.join(
-            f'{r["hooks_ms"].get(hook, 0):16.2f}' for r in rows))
-    print(f'\n{"s per run":{width}s}')
-    for key in rows[0]['fixed_s']:
-        print(f'{key:{width}s} ' + ' '.join(
-            f'{r["fixed_s"][key]:16.2f}' for r in rows))
-    print(f'{"run (less the bare steps)":{width}s} ' + ' '.join(
-        f'{r["run_s"]:16.2f}' for r in rows))
-    print(f'\n{"iteration / bare step":{width}s} ' + ' '.join(
-        f'{r["ratio_iteration"]:16.3f}' for r in rows))
-    print(f'{"run / (iterations x bare)":{width}s} ' + ' '.join(
-        f'{r["ratio_run"]:16.3f}' for r in rows))
+def profile_run(job, bare_n, profile_iters, compile=False):
+    """One run of the job's, timed; returns its numbers."""
+    bare, phases = BareSteps(bare_n, compile), PhaseProfile(profile_iters)
+    t0 = time.perf_counter()
+    runner = build_train_runner(parse_train_args(
+        [job.config, '--work-dir', job.work_dir, '--cfg-options',
+         *job.options]), format_python_code=False)
+    for hook in (bare, phases):
+        runner.register_hook(hook)
+    t1 = time.perf_counter()
+    runner.train()
+    t2 = time.perf_counter()
+    demo.label_shift(job.config, demo.final_checkpoint(job.work_dir),
+                     job.options)
+    t3 = time.perf_counter()
+    hub = runner.message_hub
+    iteration = float(np.mean(hub.get_scalar('train/time').data[0]))
+    iters = runner.train_loop.iter
+    ms = {p: 1e3 * iteration * s for p, s in phases.shares().items()}
+    # the loader alone, as IterTimerHook reads it
+    ms['data'] = 1e3 * float(np.mean(hub.get_scalar('train/data_time').data[
+        0]))
+    ms['iteration'] = 1e3 * iteration
+    ms[REST] = ms['iteration'] - sum(ms[p] for p in PHASES
+                                     if p != 'alignment')
+    bare_s = float(np.mean(bare.times))
+    val = hub.get_scalar('val/time').data[0] if 'val/time' in \
+        hub.log_scalars else []
+    run_s = t3 - t0 - sum(bare.times)
+    return dict(
+        iters=iters, ms_per_iter=ms, bare_ms=1e3 * bare_s,
+        fixed_s={'runner build': t1 - t0, 'validation': float(sum(val)),
+                 'label shift': t3 - t2},
+        run_s=run_s, ratio_iteration=iteration / bare_s,
+        ratio_run=run_s / iters / bare_s)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--models', nargs='+', choices=list(run_demo.MODELS),
-                        default=list(run_demo.MODELS))
-    parser.add_argument('--targets', nargs='+',
-                        choices=list(run_demo.TARGETS),
-                        default=list(run_demo.TARGETS))
+    parser.add_argument('--models', nargs='+', choices=list(demo.MODELS),
+                        default=list(demo.MODELS))
+    parser.add_argument('--targets', nargs='+', choices=list(demo.TARGETS),
+                        default=list(demo.TARGETS))
     parser.add_argument('--seeds', type=int, nargs='+', default=[0],
                         help='runs per model and target, one after the '
                         'other in this process (default: seed 0)')
@@ -376,44 +218,48 @@ def main(argv=None):
     parser.add_argument('--bare', type=int, default=None,
                         help='bare steps after each epoch (default: as many '
                         'as the epoch has iterations)')
+    parser.add_argument('--profile-iters', type=int, default=20,
+                        help='iterations profiled for the phases')
     parser.add_argument('--cfg-options', nargs='+', default=[])
-    parser.add_argument('--clock', choices=('wall', 'cpu'), default='wall',
-                        help='wall time (a quiet machine) or the thread\'s '
-                        'CPU time (a loaded one)')
     parser.add_argument('--json', default=None, help='also write the '
                         'numbers here')
     args = parser.parse_args(argv)
-    global now
-    now = time.perf_counter if args.clock == 'wall' else time.thread_time
     torch.set_num_threads(1)
-    train = run_demo._import_train()
-    rows = []
+    rows = {}
     with tempfile.TemporaryDirectory() as tmp:
-        jobs = run_demo.make_jobs(run_demo.parse_args(
-            ['--models', *args.models, '--targets', *args.targets, '--seeds',
-             *map(str, args.seeds), '--work-dir', tmp] +
-            (['--epochs', str(args.epochs)] if args.epochs else []) +
-            (['--cfg-options', *args.cfg_options] if args.cfg_options
-             else [])))
-        models, targets = list(run_demo.MODELS), list(run_demo.TARGETS)
+        jobs = demo.make_jobs(
+            [demo.Row(m, m) for m in args.models], args.targets, args.seeds,
+            tmp, args.epochs, args.cfg_options)
+        models, targets = list(demo.MODELS), list(demo.TARGETS)
         for job in sorted(jobs, key=lambda j: (models.index(j.model),
                                                targets.index(j.target),
                                                j.seed)):
-            name = f'{job.model} {job.target}'
-            if len(args.seeds) > 1:
-                name += f' {job.seed}'
+            name = f'{job.model} {job.target}' + (
+                f' {job.seed}' if len(args.seeds) > 1 else '')
             print(f'profiling {name} ...', flush=True)
             with contextlib.redirect_stdout(sys.stderr):
-                clock, bare, iters = profile_run(train, job, args.bare,
-                                                 args.compile)
-            rows.append(report(name, clock, bare, iters))
-    print_report(rows)
-    print(f'\n({args.clock} clock, means; torch {torch.__version__}, '
+                rows[name] = profile_run(job, args.bare, args.profile_iters,
+                                         args.compile)
+    keys = ['data', *list(PHASES)[1:], REST, 'iteration']
+    table = [[f'ms per iteration: {k}'] + [f'{r["ms_per_iter"][k]:.2f}' for
+                                          r in rows.values()] for k in keys]
+    table.append(['bare model step'] + [f'{r["bare_ms"]:.2f}'
+                                        for r in rows.values()])
+    for key in next(iter(rows.values()))['fixed_s']:
+        table.append([f's per run: {key}'] + [f'{r["fixed_s"][key]:.2f}'
+                                             for r in rows.values()])
+    table.append(['s per run (less the bare steps)'] + [
+        f'{r["run_s"]:.2f}' for r in rows.values()])
+    table.append(['iteration / bare step'] + [
+        f'{r["ratio_iteration"]:.3f}' for r in rows.values()])
+    table.append(['run / (iterations x bare)'] + [
+        f'{r["ratio_run"]:.3f}' for r in rows.values()])
+    print(markdown_table(['', *rows], table))
+    print(f'\n(wall clock, means; torch {torch.__version__}, '
           f'{torch.get_num_threads()} thread, {os.cpu_count()} logical '
           f'CPUs, load average {os.getloadavg()[0]:.1f} at the end)')
     if args.json:
-        with open(args.json, 'w') as f:
-            json.dump(rows, f, indent=1)
+        mmengine.dump(rows, args.json, indent=1)
     return rows
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tests.tool_scripts import load_tool
+from tests.cli import tool_main
 from tlalign_mm.analysis import session
 
 DEMO = osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))),
@@ -60,5 +60,5 @@ def setups(tmp_path_factory):
 @pytest.fixture(scope='session')
 def run_tool():
     """``run_tool(name, argv)``: ``tools/analysis/<name>.py``'s ``main``."""
-    tool = functools.cache(lambda name: load_tool(f'analysis/{name}.py'))
-    return lambda name, argv: tool(name).main([str(a) for a in argv])
+    main = functools.cache(lambda name: tool_main(f'analysis/{name}.py'))
+    return lambda name, argv: main(name)([str(a) for a in argv])

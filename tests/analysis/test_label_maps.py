@@ -43,7 +43,7 @@ def test_maps_follow_the_models_align_cfg(setups):
     for residual_norm in (False, True):
         last = aligned_forward(
             model.backbone, batch.mixed, record.pixel_weights,
-            record.area_share, residual_norm=residual_norm,
+            record.area_share, dict(residual_norm=residual_norm),
             keep_history=True).history[-1]
         gap = (maps.aligned - label_map_of(last[:, 1:], (4, 4))).abs().max()
         assert gap > 1e-3 if residual_norm else gap == 0  # its own rule

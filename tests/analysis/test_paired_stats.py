@@ -44,6 +44,9 @@ def test_one_seed_has_no_interval_and_unpaired_seeds_are_refused():
         paired_difference({}, {})
     with pytest.raises(ValueError, match='confidence'):
         t_interval([1, 2], confidence=1.5)
+    # every seed tied: no difference, p 1 (scipy's t-test says nan)
+    tied = paired_difference({0: 90.0, 1: 91.0}, {0: 90.0, 1: 91.0})
+    assert (tied.p_value, tied.ci) == (1.0, (0.0, 0.0))
 
 
 @pytest.mark.parametrize('changes,p', [

@@ -1,9 +1,12 @@
 """The pure-torch core: window means, head-mean attention and its paths,
-and ``align`` on hand-built slots (two blocks, one with a dropped sample, a
-merge, and a block that recorded its probabilities) against the rule by
-hand in float64. (The residual rule with padded keys, and with its
-options: the dense references of tests/models/test_alignment.py and
-test_every_backbone.py.)"""
+and ``align`` on hand-built slots (two blocks, one with a dropped sample
+and a convolution branch after its attention, a merge, and a block that
+recorded its probabilities) against the rule by hand in float64. (The
+residual rule with padded keys, and with its options: the dense
+references of tests/models/test_alignment.py and test_every_backbone.py.)
+"""
+from itertools import product
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -27,7 +30,6 @@ def test_window_mean_is_the_mean_over_real_positions_or_a_clear_error():
     pre-padding and the conv's padding carry no label); a window of only
     padding is the error. That check runs on Python ints (no GPU wait), so
     it must agree with the counts here."""
-    from itertools import product
     checked = empty = 0
     for size, k, s, p, d, lo, hi in product((1, 7), (1, 2, 3), (1, 2, 4),
                                             (0, 1, 2, 3), (1, 2), (0, 5),
@@ -114,9 +116,13 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     q1, k1, q2, k2 = (torch.randn(B, H, N, d) * 2 for _ in range(4))
     probs = torch.softmax(torch.randn(B, H, 2, 2) * 3, -1)
     keep = torch.tensor([True, False]).view(B, 1, 1)  # sample 1 dropped
-    slots = [Slot(q=q1, k=k1), Slot(q=q2, k=k2, keep=keep),
-             Slot(step=TokenStep((2, 4), lambda label_map: flatten_label_map(
-                 F.avg_pool2d(label_map, 2)), 'merge'), probs=probs),  # 2x2
+    conv = TokenStep((2, 4), lambda label_map: flatten_label_map(
+        window_mean(label_map, 3, 1, 1)), 'conv', residual=True,
+        keep=keep.flip(0))  # sample 0 dropped
+    slots = [Slot(q=q1, k=k1),
+             Slot(q=q2, k=k2, keep=keep, steps=[conv], attention_at=0),
+             Slot(steps=[TokenStep((2, 4), lambda label_map: flatten_label_map(
+                 F.avg_pool2d(label_map, 2)), 'merge')], probs=probs),  # 2x2
              Slot()]
     # the initial labels: the embedding's rule of the pixel weights
     records = Recorded(slots, embed=lambda pixel_weights: Y)
@@ -129,6 +135,14 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     expected.append(y)
     moved = (y + head_mean(q2, k2) @ y) / 2  # block 1: sample 1 dropped
     y = torch.stack([moved[0], y[1]])
+    # then its conv branch: each position's 3x3 window mean on the 2x4 map
+    # (real positions only), sample 0 dropped
+    W = torch.zeros(8, 8, dtype=torch.double)
+    for r, c, dr, dc in product(range(2), range(4), (-1, 0, 1), (-1, 0, 1)):
+        if 0 <= r + dr < 2 and 0 <= c + dc < 4:
+            W[r * 4 + c, (r + dr) * 4 + c + dc] = 1
+    W = W / W.sum(1, keepdim=True)
+    y = torch.stack([y[0], (y[1] + W @ y[1]) / 2])
     expected.append(y)
     y = y.view(B, 2, 4, S).permute(0, 3, 1, 2)  # the merge: 2x2 means
     y = y.reshape(B, S, 1, 2, 2, 2).mean((3, 5)).flatten(2).transpose(1, 2)
@@ -138,10 +152,17 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     assert len(history) == len(expected)
     for ours, theirs in zip(history, expected):
         assert (ours.double() - theirs).abs().max() < 1e-6
-    assert (labels.double() - y).abs().max() < 1e-6
-    # the dropped sample kept its labels in block 1, the other did not
-    assert torch.equal(history[2][1], history[1][1])
-    assert (history[2][0] - history[1][0]).abs().max() > 1e-3
+    # align returns what the head reads: the records' readout (default:
+    # the mean of the tokens), here also the first token
+    assert (labels.double() - y.mean(1)).abs().max() < 1e-6
+    first, _ = align(records._replace(readout=(0, 1)), pw)
+    assert (first.double() - y[:, 0]).abs().max() < 1e-6
+    # each sample moved in block 1 by the branch it kept, far beyond 1e-6
+    assert (history[2] - history[1]).abs().amax((1, 2)).min() > 1e-3
+    # a branch that did not run is an error as a missing attention is
+    slots[1].expects = ('attention', 'step', 'step')
+    with pytest.raises(RuntimeError, match='Block 1 recorded no step'):
+        align(records, pw)
 
     # a slot missing a part its taps record is the one error
     slots[1].expects = ('attention', 'key_map')

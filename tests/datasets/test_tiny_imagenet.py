@@ -29,6 +29,22 @@ def test_a_class_folder_missing_from_one_split_fails(tmp_path, split):
             TinyImageNet(data_root=str(tmp_path), split=built)
 
 
+def test_data_prefix_is_refused_not_read_in_place_of_split(tmp_path):
+    """mmpretrain's CustomDataset reads data_prefix: given, it was read and
+    split ignored (split='val', data_prefix='train' read the training
+    images, and checked train's class folders against themselves)."""
+    write_class_folders(str(tmp_path / 'train'),
+                        [f'{c}/images' for c in CLASSES], per_class=1)
+    write_class_folders(str(tmp_path / 'val'), CLASSES, per_class=1)
+    with pytest.raises(ValueError, match=r"data_prefix='train': remove it "
+                       'and set split'):
+        TinyImageNet(data_root=str(tmp_path), split='val',
+                     data_prefix='train')
+    val = TinyImageNet(data_root=str(tmp_path), split='val')
+    assert all('/val/' in val.get_data_info(i)['img_path']
+               for i in range(len(val)))
+
+
 def test_an_image_past_the_pixel_bound_is_refused_before_decoding(
         tmp_path, monkeypatch):
     """Issue 39, item 8: a 4,096x4,096 PNG of a few KB (PIL would decode

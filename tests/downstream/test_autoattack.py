@@ -17,9 +17,16 @@ from mmengine.registry import init_default_scope
 from mmpretrain.structures import DataSample
 
 import tlalign_mm  # noqa: F401  (registers modules)
-from tests.tool_scripts import load_tool
+from tests.cli import tool_main
 from tlalign_mm.analysis.session import build_model, load_config
 from tlalign_mm.datasets import synthetic
+from tlalign_mm.downstream.autoattack import (
+    PixelSpaceClassifier,
+    autoattack_accuracy,
+    build_attack_dataloader,
+    parse_eps,
+    pixel_batch,
+)
 
 from .tiny import config_path, make_pretrain_checkpoint, tiny_config
 
@@ -27,9 +34,6 @@ MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 # with eps 0 nothing is ever fooled, so every attack runs to its end: the
 # eps-0 runs use the cheapest one
 CHEAP = ['apgd-ce']
-TOOL = load_tool('robustness/autoattack.py')
-PixelSpaceClassifier, autoattack_accuracy, pixel_batch = (
-    TOOL.PixelSpaceClassifier, TOOL.autoattack_accuracy, TOOL.pixel_batch)
 
 
 @pytest.fixture(autouse=True)
@@ -185,16 +189,17 @@ def test_tool_writes_the_json(tmp_path):
     cfg.dump(config)
     cfg = load_config(config)
     classifier = build_model(cfg, ckpt)
-    loader = TOOL.build_attack_dataloader(cfg)  # reads val.txt: before it
+    loader = build_attack_dataloader(cfg)  # reads val.txt: before it
     with open(osp.join(root, 'meta', 'val.txt'), 'w') as f:
         for data in loader:  # mmpretrain's own predict, not the attacked one
             f.writelines(f'{osp.basename(s.img_path)} {s.pred_label.item()}\n'
                          for s in classifier.test_step(data))
 
     work = tmp_path / 'aa_work'
-    zero = TOOL.main([config, ckpt, '--device', 'cpu', '--work-dir',
-                      str(work), '--num-images', '4', '--seed', '1', '--eps',
-                      '0', '--version', 'custom', '--attacks', *CHEAP])
+    zero = tool_main('robustness/autoattack.py')([
+        config, ckpt, '--device', 'cpu', '--work-dir', str(work),
+        '--num-images', '4', '--seed', '1', '--eps', '0', '--version',
+        'custom', '--attacks', *CHEAP])
     path = work / 'autoattack_Linf_eps0_custom.json'
     assert json.loads(path.read_text()) == json.loads(json.dumps(zero))
     assert zero['num_images'] == 4 and zero['num_classes'] == 1000
@@ -209,7 +214,7 @@ def test_tool_writes_the_json(tmp_path):
     (['--eps', '1', '--attacks', 'fab'], "only with version='custom'")])
 def test_tool_refuses_bad_options(capsys, options, message):
     with pytest.raises(SystemExit):  # the files are parsed, not opened
-        TOOL.parse_args([PRETRAIN, 'epoch_300.pth', *options])
+        tool_main('robustness/autoattack.py')(
+            [PRETRAIN, 'epoch_300.pth', *options])
     assert message in capsys.readouterr().err
-    assert TOOL.parse_args([PRETRAIN, 'x.pth', '--eps', '4/255']).eps == \
-        pytest.approx(4 / 255)
+    assert parse_eps('4/255') == pytest.approx(4 / 255)

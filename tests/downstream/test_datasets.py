@@ -13,8 +13,8 @@ import pytest
 from mmengine.config import Config
 
 import tlalign_mm.downstream  # noqa: F401
+from tests.cli import ROOT
 from tests.crafted_checkpoints import _Reduce, hidden_object_array
-from tests.tool_scripts import ROOT
 from tlalign_mm.datasets import (
     LocalCIFAR10,
     LocalCIFAR100,

@@ -13,7 +13,7 @@ import pytest
 
 import tlalign_mm.downstream  # noqa: F401
 from tlalign_mm.registry import SCOPE
-from tools.config_snapshot import load
+from tlalign_mm.testing.configs import load
 
 from .tiny import ROOT
 

@@ -9,15 +9,14 @@ crafted ``config_code`` file on the ``export`` path.)"""
 import json
 import os
 import re
-import sys
 
 import pytest
 import timm
 import torch
 
 import tlalign_mm.downstream  # noqa: F401
+from tests.cli import export_cli, run_script, tool_main
 from tests.crafted_checkpoints import _Reduce
-from tests.tool_scripts import export_cli, load_tool
 from tlalign_mm.checkpoint import CheckpointError, CheckpointMismatchError
 from tlalign_mm.downstream.export import check_export, export_backbone
 
@@ -25,7 +24,7 @@ from .tiny import TINY_VIT, config_path, make_pretrain_checkpoint
 
 PRETRAIN = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')
 TIMM = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2)
-main = load_tool('export_backbone.py').main
+main = tool_main('export_backbone.py')
 
 
 def unsafe_globals_without_allow_list(path: str) -> list:
@@ -157,29 +156,24 @@ def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(
     evil, marker = tmp_path / 'evil.pth', tmp_path / 'MARK'
     torch.save({'meta': _Reduce(open, (str(marker), 'w'))}, evil)
     monkeypatch.setenv('TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD', '1')
-    tool = load_tool(name)
-    argv = [tool.__file__, *(a.format(evil=evil, tmp=tmp_path) for a in args)]
-    monkeypatch.setattr(sys, 'argv', argv)
+    argv = [a.format(evil=evil, tmp=tmp_path) for a in args]
     with pytest.raises(SystemExit, match='^1$'):
-        tool.run_tool(tool.main)
+        run_script(name, argv)
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and err.startswith(
         f"error: Refused checkpoint '{evil}': it pickles objects outside "
         'the weights-only allow-list (io.open)')
     assert sorted(os.listdir(tmp_path)) == ['evil.pth']
-    monkeypatch.setattr(sys, 'argv', argv + ['--debug'])
     with pytest.raises(CheckpointError, match='io.open'):
-        tool.run_tool(tool.main)
+        run_script(name, argv + ['--debug'])
 
 
-def _run_tool(argv, monkeypatch, capsys):
+def _run_tool(argv, capsys):
     """tools/export_backbone.py as the command line runs it: its stderr
     (after exit status 1), or '' if it ran."""
-    tool = load_tool('export_backbone.py')
-    monkeypatch.setattr(sys, 'argv', [tool.__file__, *argv])
     capsys.readouterr()
     try:
-        tool.run_tool(tool.main)
+        run_script('export_backbone.py', argv)
     except SystemExit as exit:
         assert exit.code == 1
         err = capsys.readouterr().err  # after a logger's complaint about
@@ -204,7 +198,7 @@ def test_out_is_replaced_atomically_never_written_through(
     victim, out = tmp_path / 'victim.txt', tmp_path / 'out.pth'
     victim.write_text('mine')
     out.symlink_to(victim)
-    assert _run_tool([ckpt, str(out), *args], monkeypatch, capsys) == ''
+    assert _run_tool([ckpt, str(out), *args], capsys) == ''
     assert victim.read_text() == 'mine' and not out.is_symlink()
     exported = out.read_bytes()
 
@@ -213,26 +207,25 @@ def test_out_is_replaced_atomically_never_written_through(
         raise OSError('No space left on device')
     monkeypatch.setattr(torch, 'save', broken)
     with pytest.raises(OSError, match='No space'):
-        _run_tool([ckpt, str(out), *args], monkeypatch, capsys)
+        _run_tool([ckpt, str(out), *args], capsys)
     assert out.read_bytes() == exported
     assert sorted(os.listdir(tmp_path)) == ['epoch_300.pth', 'out.pth',
                                             'victim.txt']
     (tmp_path / 'folder').mkdir()
-    err = _run_tool([ckpt, str(tmp_path / 'folder'), *args], monkeypatch,
-                    capsys)
+    err = _run_tool([ckpt, str(tmp_path / 'folder'), *args], capsys)
     assert err == f'error: {tmp_path}/folder is a directory: give a file ' \
         'path\n'
 
 
 def test_timm_export_refuses_what_is_not_timm_before_building_it(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, capsys):
     """Issue 39, items 7 and 9: a non-timm model, a timm backbone without
     a model_name: one ``error:`` line; a recorded config that sizes the
     model at 2 TB: its shapes are compared on the meta device (a real
     model would fail to allocate) and the export refused."""
     raw, out = str(tmp_path / 'pre.pth'), str(tmp_path / 'out.pth')
     make_pretrain_checkpoint(PRETRAIN, raw)
-    err = _run_tool([raw, out, '--format', 'timm'], monkeypatch, capsys)
+    err = _run_tool([raw, out, '--format', 'timm'], capsys)
     assert err.startswith('error: --format timm exports PooledTIMMBackbone '
                           'models') and "'VisionTransformer'" in err
     assert err.count('\n') == 1
@@ -246,10 +239,10 @@ def test_timm_export_refuses_what_is_not_timm_before_building_it(
             "model = dict(backbone=dict(type='PooledTIMMBackbone', "
             f"{model_name}img_size=1048576, patch_size=8, embed_dim=32, "
             'depth=2, num_heads=2))')}, 'state_dict': tensors}, huge)
-        err = _run_tool([huge, out, '--format', 'timm'], monkeypatch, capsys)
+        err = _run_tool([huge, out, '--format', 'timm'], capsys)
         assert err.startswith('error: ') and refusal in err
     with pytest.raises(CheckpointMismatchError, match=r'(?s)shape differs'
                        r'.*pos_embed \(1, 17, 32\) in the checkpoint, '
                        r'\(1, 17179869185, 32\) in the model'):
-        load_tool('export_backbone.py').main([huge, out, '--format', 'timm'])
+        main([huge, out, '--format', 'timm'])
     assert not os.path.exists(out)

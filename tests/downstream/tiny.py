@@ -5,7 +5,7 @@ The end-to-end tests take a REAL config from ``configs/`` and change only
 what CPU time forces, all of it here and named: the data root; the image
 scale (every ``scale``/``scales``/``crop_size``, the backbone's
 ``img_size`` and the segmentor's input ``size`` divided by one factor,
-``tools/smoke.py``'s ``shrink_sizes``); batch size 2, no workers; mixed
+:func:`tlalign_mm.testing.smoke.shrink_sizes`); batch size 2, no workers; mixed
 precision off without a GPU; the architecture, to a tiny custom arch of the
 same family (:data:`TINY_VIT`, :data:`TINY_SWIN`) with the neck and head
 widths that follow; the caller sets the iterations.
@@ -16,27 +16,25 @@ perturbed (no tensor equals a fresh initialisation by chance), saved as
 mmengine's CheckpointHook saves (``meta`` with the config text,
 ``state_dict``, ``message_hub``).
 
-:func:`run_tool` runs ``tools/train.py`` or ``tools/test.py`` as the
-command line would, in this process (a Python start with OpenMMLab's
-imports costs seconds), and records what the run did.
+:func:`run_tool` runs what ``tools/train.py`` or ``tools/test.py`` runs
+(:mod:`tlalign_mm.apis`) on a command line, in this process (a Python
+start with OpenMMLab's imports costs seconds), and records what the run
+did.
 """
 import copy
 import os.path as osp
-import sys
-from types import SimpleNamespace
-from unittest import mock
 
 import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.logging import MessageHub
 from mmengine.registry import init_default_scope
-from mmengine.runner import Runner
 from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
 
-from tests.tool_scripts import ROOT, load_tool
+from tests.cli import ROOT
+from tlalign_mm import apis
+from tlalign_mm.testing.smoke import divide_size, shrink_sizes  # as smoke's
 
-SMOKE = load_tool('smoke.py')  # its size shrinking: the same as smoke runs'
 TINY_VIT = dict(
     embed_dims=32, num_layers=4, num_heads=2, feedforward_channels=64)
 TINY_SWIN = dict(embed_dims=16, depths=[1, 1, 2, 1], num_heads=[1, 2, 2, 4])
@@ -93,13 +91,13 @@ def shrink(cfg: Config, data_root: str, factor: int, work_dir: str) -> Config:
         while 'dataset' in dataset:  # wrappers
             dataset = dataset.dataset
         dataset.data_root = data_root
-        SMOKE.shrink_sizes(dataset.pipeline, factor)
+        shrink_sizes(dataset.pipeline, factor)
         loader.update(batch_size=2, num_workers=0, persistent_workers=False)
     backbone = cfg.model.backbone
-    backbone.img_size = SMOKE.divide_size(backbone.img_size, factor)
+    backbone.img_size = divide_size(backbone.img_size, factor)
     preprocessor = cfg.model.get('data_preprocessor')
     if preprocessor is not None and preprocessor.get('size') is not None:
-        preprocessor.size = SMOKE.divide_size(preprocessor.size, factor)
+        preprocessor.size = divide_size(preprocessor.size, factor)
     cfg.work_dir = work_dir
     cfg.visualizer.name = work_dir  # mmseg's and mmdet's share one name
     optim_wrapper = cfg.get('optim_wrapper', {})
@@ -149,15 +147,16 @@ class Record(Hook):
 
 
 def run_tool(name: str, *argv: str) -> Record:
-    """``python tools/<name> ARGV`` in this process; its run's Record."""
-    tool, record = load_tool(name), Record()
-
-    def from_cfg(cfg):
-        runner = Runner.from_cfg(cfg)
+    """What ``python tools/<name> ARGV`` runs (``train.py``, ``test.py``),
+    in this process; its run's Record."""
+    record, argv = Record(), [str(a) for a in argv]
+    if name == 'train.py':
+        runner = apis.build_train_runner(apis.parse_train_args(argv))
         runner.register_hook(record)
-        return runner
-
-    tool.Runner = SimpleNamespace(from_cfg=from_cfg)
-    with mock.patch.object(sys, 'argv', [tool.__file__, *map(str, argv)]):
-        tool.main()
+        runner.train()
+    else:
+        args = apis.parse_test_args(argv)
+        runner = apis.build_test_runner(args)
+        runner.register_hook(record)
+        apis.run_test(runner, args)
     return record

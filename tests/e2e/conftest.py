@@ -6,11 +6,12 @@ that change no setting of any run taken out:
   dumps it (4-5 s a time for a detection config, most of such a test's
   time): here the text is left unformatted, which is the same Python;
 - mmengine reads mmpretrain's 85 metafiles at every parse of an
-  ``mmpretrain::`` base: here once (``tools/config_snapshot.py``)."""
+  ``mmpretrain::`` base: here once
+  (:func:`tlalign_mm.testing.configs.read_package_metafiles_once`)."""
 import mmengine.config.config as config_module
 import pytest
 
-from tools.config_snapshot import _read_package_metafiles_once
+from tlalign_mm.testing.configs import read_package_metafiles_once
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -18,6 +19,6 @@ def _quick_runner_setup():
     patch = pytest.MonkeyPatch()
     patch.setattr(config_module, 'FormatCode',
                   lambda text, **kwargs: (text, False))
-    _read_package_metafiles_once()
+    read_package_metafiles_once()
     yield
     patch.undo()

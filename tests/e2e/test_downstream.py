@@ -22,6 +22,7 @@ from mmpretrain.models.utils import resize_pos_embed
 from mmpretrain.registry import MODELS
 
 import tlalign_mm.downstream  # noqa: F401
+from tests.cli import export_cli
 from tests.downstream.tiny import (
     TINY_SWIN,
     TINY_VIT,
@@ -30,7 +31,6 @@ from tests.downstream.tiny import (
     run_tool,
     shrink,
 )
-from tests.tool_scripts import export_cli
 from tlalign_mm.datasets import synthetic
 
 DEIT_S = config_path('tlalign', 'deit-small_4xb256-tlalign_in1k.py')

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import tlalign_mm  # noqa: F401  (allow-lists mmengine checkpoint types)
-from tests.tool_scripts import load_tool
+from tests.cli import tool_main
+from tlalign_mm.apis import demo
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SMALL = ['train_dataloader.dataset.indices=128',
@@ -37,7 +38,7 @@ def job(tmp_path_factory):
 
 
 @pytest.mark.e2e
-def test_summary_files_and_picture(job, run_demo):
+def test_summary_files_and_picture(job, run_demo_main):
     work, out = job
     with open(osp.join(work, 'summary.json')) as f:
         summary = json.load(f)
@@ -66,7 +67,7 @@ def test_summary_files_and_picture(job, run_demo):
 
     with open(osp.join(work, 'summary.md')) as f:
         md = f.read()
-    assert '| ViT |' in md and 'TL-Align − CutMix (95% CI)' in md
+    assert '| ViT ' in md and 'TL-Align − CutMix (95% CI)' in md
     assert 'p (paired t / Wilcoxon)' in md
     assert f"{paired['p_value']:.3f} / {paired['wilcoxon_p']:.3f}" in md
     assert md.strip() in out  # the table printed is the table written
@@ -86,7 +87,7 @@ def test_summary_files_and_picture(job, run_demo):
     assert png[..., :3].std() > 0.05  # not blank
 
     # --summarize re-reads the runs and writes the same numbers
-    run_demo.main(['--models', 'ViT', '--seeds', '0', '1', '--epochs', '2',
+    run_demo_main(['--models', 'ViT', '--seeds', '0', '1', '--epochs', '2',
                    '--work-dir', work, '--summarize'])
     with open(osp.join(work, 'summary.json')) as f:
         again = json.load(f)
@@ -117,29 +118,29 @@ def test_same_seed_bit_identical_weights(job, tmp_path):
 
 
 @pytest.fixture
-def run_demo(monkeypatch):
-    # the module pins its thread count in the environment; put it back after
+def run_demo_main(monkeypatch):
+    # the script pins its thread count in the environment; put it back after
     for name in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
         monkeypatch.setenv(name, '1')  # its value; the one before restored
-    return load_tool('run_demo.py')
+    return tool_main('run_demo.py')
 
 
-def test_epochs_early_epoch_and_options(run_demo, capsys):
+def test_epochs_early_epoch_and_options(run_demo_main, capsys):
     """--epochs scales the schedule (the recipe's 3 of 30 warm-up epochs:
     a tenth, at least 1) or fails clearly; the early epoch is a third of
     the way; --variants and --models do not mix."""
-    assert run_demo.epoch_options(None) == []
+    assert demo.epoch_options(None) == []
     for epochs, warmup in ((30, 3), (10, 1), (2, 1)):
-        assert run_demo.epoch_options(epochs) == [
+        assert demo.epoch_options(epochs) == [
             f'train_cfg.max_epochs={epochs}', f'param_scheduler.0.end='
             f'{warmup}', f'param_scheduler.1.begin={warmup}']
     with pytest.raises(SystemExit, match='at least 2 epochs'):
-        run_demo.epoch_options(1)
-    assert run_demo.early_epoch([dict(val_epochs=list(range(2, 31, 2)))] *
-                                2) == 10
-    assert run_demo.early_epoch([dict(val_epochs=[2])]) is None
+        demo.epoch_options(1)
+    assert demo.early_epoch([dict(val_epochs=list(range(2, 31, 2)))] *
+                            2) == 10
+    assert demo.early_epoch([dict(val_epochs=[2])]) is None
     with pytest.raises(SystemExit):
-        run_demo.parse_args(['--variants', 'x.py', '--models', 'ViT'])
+        run_demo_main(['--variants', 'x.py', '--models', 'ViT'])
     assert 'leave out --models' in capsys.readouterr().err
 
 
@@ -161,7 +162,7 @@ def _flat(cfg, prefix=''):
     osp.join(VARIANTS, f) for f in os.listdir(VARIANTS)
     if f.endswith('.py')))
 def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
-        run_demo, path):
+        path):
     """Every row of every committed variants file, both targets: the merged
     config of the row's run differs from its base twin's (the same model,
     target and seed, no row options) in exactly the keys its options name,
@@ -170,28 +171,26 @@ def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import MODELS
     init_default_scope('mmpretrain')
-    args = run_demo.parse_args(['--variants', path, '--seeds', '3',
-                                '--work-dir', '/nonexistent'])
-    rows = run_demo.read_variants(path)
-    base_rows = [run_demo.Row(model, model) for model in run_demo.MODELS]
-    base = {(j.model, j.target): j
-            for j in run_demo.make_jobs(args, base_rows)}
-    jobs = run_demo.make_jobs(args, rows)
-    assert len(jobs) == len(rows) * len(run_demo.TARGETS)
+    rows = demo.read_variants(path)
+    base_rows = [demo.Row(model, model) for model in demo.MODELS]
+    base = {(j.model, j.target): j for j in demo.make_jobs(
+        base_rows, list(demo.TARGETS), [3], '/nonexistent')}
+    jobs = demo.make_jobs(rows, list(demo.TARGETS), [3], '/nonexistent')
+    assert len(jobs) == len(rows) * len(demo.TARGETS)
     for job in jobs:
         row = next(r for r in rows if r.name == job.model)
         twin = base[(row.model, job.target)]
         assert job.config == twin.config and job.seed == twin.seed == 3
-        named = run_demo.cfg_options(
+        named = demo.cfg_options(
             row.options + (row.tlalign_options
-                           if job.target != run_demo.BASELINE else ()))
+                           if job.target != demo.BASELINE else ()))
         # a row changes something, at least on its TL-Align twin
-        assert named or job.target == run_demo.BASELINE, row.name
+        assert named or job.target == demo.BASELINE, row.name
         ours = Config.fromfile(job.config)
-        ours.merge_from_dict(run_demo.cfg_options(job.options))
+        ours.merge_from_dict(demo.cfg_options(job.options))
         MODELS.build(ours.model)  # a misspelt option would fail here
         theirs = Config.fromfile(twin.config)
-        theirs.merge_from_dict(run_demo.cfg_options(twin.options))
+        theirs.merge_from_dict(demo.cfg_options(twin.options))
         ours, theirs = _flat(ours.to_dict()), _flat(theirs.to_dict())
         changed = {k for k in set(ours) | set(theirs)
                    if ours.get(k, KeyError) != theirs.get(k, KeyError)}
@@ -210,27 +209,26 @@ def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
     ("variants = [dict(name='a', model='ViT'), dict(name='a', model='ViT')]",
      'repeats'),
 ])
-def test_bad_variants_file_fails_clearly(run_demo, tmp_path, text, message):
+def test_bad_variants_file_fails_clearly(tmp_path, text, message):
     path = tmp_path / 'rows.py'
     path.write_text(text + '\n')
     with pytest.raises(SystemExit, match=message):
-        run_demo.read_variants(str(path))
+        demo.read_variants(str(path))
     with pytest.raises(SystemExit, match='no such file'):
-        run_demo.read_variants(str(tmp_path / 'missing.py'))
+        demo.read_variants(str(tmp_path / 'missing.py'))
 
 
-def test_progress_line_pairs_the_finished_seeds(run_demo, tmp_path):
+def test_progress_line_pairs_the_finished_seeds(tmp_path):
     """The progress line's difference is over the seeds both of whose runs
     finished; a failed run counts for nothing."""
-    args = run_demo.parse_args(['--seeds', '0', '1', '2', '--models', 'ViT',
-                                '--work-dir', str(tmp_path)])
-    jobs = run_demo.make_jobs(args)
+    jobs = demo.make_jobs([demo.Row('ViT', 'ViT')], list(demo.TARGETS),
+                          [0, 1, 2], str(tmp_path))
     top1 = {('CutMix', 0): 90.0, ('TL-Align', 0): 91.0,
             ('CutMix', 1): 90.0, ('TL-Align', 1): 89.5,
             ('CutMix', 2): 80.0}  # seed 2's TL-Align run not done yet
     records = {j.index: dict(top1=top1[j.target, j.seed]) for j in jobs
                if (j.target, j.seed) in top1}
-    assert run_demo.paired_so_far(jobs, records) == \
+    assert demo.paired_so_far(jobs, records) == \
         'ViT TL-Align − CutMix +0.25 W/L/T 1/1/0'
     records[jobs[-1].index] = dict(error='killed')
-    assert run_demo.paired_so_far(jobs, records).endswith('1/1/0')
+    assert demo.paired_so_far(jobs, records).endswith('1/1/0')

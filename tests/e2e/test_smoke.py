@@ -1,6 +1,7 @@
-"""tools/smoke.py: configs from configs/ and a user's mmpretrain config with
-the TL-Align line run two training iterations and one validation step (a
-test config: one test step) on tiny synthetic data, in this process.
+"""tools/smoke.py (:mod:`tlalign_mm.testing.smoke`): configs from configs/
+and a user's mmpretrain config with the TL-Align line run two training
+iterations and one validation step (a test config: one test step) on tiny
+synthetic data, in this process.
 
 By default one config per model family and task kind runs (:data:`SMOKE`,
 CutMix and TL-Align both among them); ``TLALIGN_SMOKE_ALL=1`` runs every
@@ -16,10 +17,9 @@ import os.path as osp
 
 import pytest
 
-from tests.tool_scripts import ROOT, load_tool
-from tools.config_snapshot import config_paths
+from tlalign_mm.testing.configs import ROOT, config_paths
+from tlalign_mm.testing.smoke import smoke
 
-SMOKE = load_tool('smoke.py')
 DEIT = 'mmpretrain::deit/deit-tiny_4xb256_in1k.py'
 SMOKE_SET = [
     'tlalign/deit-tiny_4xb256-tlalign_in1k.py',  # ViT, Mixup + CutMix
@@ -55,8 +55,7 @@ def check(result: dict, test: bool) -> None:
 @pytest.mark.parametrize('config', ALL if os.environ.get(
     'TLALIGN_SMOKE_ALL') == '1' else SMOKE_SET)
 def test_config(config, tmp_path):
-    result = SMOKE.smoke(osp.join(ROOT, 'configs', config),
-                         work_dir=str(tmp_path))
+    result = smoke(osp.join(ROOT, 'configs', config), work_dir=str(tmp_path))
     check(result, config.startswith('robustness'))
 
 
@@ -73,8 +72,8 @@ def test_an_mmpretrain_recipe_plus_the_one_line_trains_with_tlalign(
     config = tmp_path / f'my_{osp.basename(recipe)}'
     config.write_text(f"_base_ = ['mmpretrain::{recipe}']\n"
                       "model = dict(type='TLAlignClassifier')\n")
-    result = SMOKE.smoke(str(config), ['--cfg-options', 'randomness.seed=0'],
-                         work_dir=str(tmp_path / 'work'))
+    result = smoke(str(config), ['--cfg-options', 'randomness.seed=0'],
+                   work_dir=str(tmp_path / 'work'))
     check(result, test=False)
     assert any('ImageNet' in c and 'synthetic' in c
                for c in result['changes'])
@@ -90,6 +89,6 @@ def test_a_schedule_the_options_break_fails_first(tmp_path):
     config = tmp_path / 'deit.py'  # mmpretrain's: a 20-epoch warm-up
     config.write_text(f"_base_ = ['{DEIT}']\n")
     with pytest.raises(ValueError, match='after the warm-up'):
-        SMOKE.smoke(str(config), ['--cfg-options', 'train_cfg.max_epochs=1'],
-                    work_dir=str(tmp_path))
+        smoke(str(config), ['--cfg-options', 'train_cfg.max_epochs=1'],
+              work_dir=str(tmp_path))
     assert not (tmp_path / 'data').exists()  # nothing written yet

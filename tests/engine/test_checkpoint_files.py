@@ -17,7 +17,7 @@ from tlalign_mm.checkpoint import (
 from tlalign_mm.checkpoint.files import HOST, remove_partial_files
 from tlalign_mm.checkpoint.sampler import SkipSampler
 
-from ..tool_scripts import ROOT
+from ..cli import ROOT
 
 
 def _ckpt(path, it, epoch=0):

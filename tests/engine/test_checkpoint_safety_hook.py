@@ -12,7 +12,7 @@ import torch.nn as nn
 from mmengine.config import Config
 from mmengine.registry import HOOKS
 
-from tests.tool_scripts import ROOT
+from tests.cli import ROOT
 from tlalign_mm.checkpoint import CheckpointMismatchError as Mismatch
 from tlalign_mm.checkpoint import CheckpointSafetyHook as Safety
 from tlalign_mm.checkpoint import LastCheckpointHook as Last

@@ -29,7 +29,7 @@ from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
 from torch.utils.data import BatchSampler
 
 import tlalign_mm  # noqa: F401  allow-list for reading the checkpoints
-from tests.tool_scripts import ROOT
+from tests.cli import ROOT
 from tlalign_mm.checkpoint import install
 from tlalign_mm.checkpoint.hooks import LastCheckpointHook
 

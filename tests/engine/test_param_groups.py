@@ -15,7 +15,7 @@ from mmengine.registry import HOOKS, init_default_scope
 from mmpretrain.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
 
 import tlalign_mm  # noqa: F401  (registers the constructor and the hook)
-from tests.tool_scripts import ROOT
+from tests.cli import ROOT
 from tlalign_mm.engine import merge_param_groups
 
 # As the runner has it from a config: the groups are made inside the

@@ -4,7 +4,6 @@ tools/train.py checks before it builds anything."""
 import glob
 import os.path as osp
 import shlex
-import sys
 
 import mmpretrain
 import pytest
@@ -14,7 +13,8 @@ from mmengine.logging import MMLogger
 from mmengine.optim import OptimWrapper
 from mmengine.runner import EpochBasedTrainLoop, Runner
 
-from tests.tool_scripts import ROOT, load_tool
+from tests.cli import ROOT
+from tlalign_mm.apis import build_train_runner, parse_train_args
 from tlalign_mm.engine.schedules import check_schedule
 
 # mmpretrain's DeiT recipe (a 20-epoch warm-up) and the demo's (3 epochs)
@@ -63,14 +63,12 @@ def test_refuses_what_mmengine_cannot_build(config, max_epochs):
     check_schedule(cfg)
 
 
-def test_train_checks_before_building_the_runner(tmp_path, monkeypatch):
-    train = load_tool('train.py')
+def test_train_checks_before_building_the_runner(tmp_path):
     work = tmp_path / 'work'
-    monkeypatch.setattr(sys, 'argv', [
-        'train.py', DEMO, '--work-dir', str(work), '--cfg-options',
-        'train_cfg.max_epochs=3'])
+    args = parse_train_args([DEMO, '--work-dir', str(work), '--cfg-options',
+                             'train_cfg.max_epochs=3'])
     with pytest.raises(ValueError, match='train_cfg.max_epochs=3 ends the'):
-        train.main()
+        build_train_runner(args)
     assert not work.exists()
 
 

@@ -95,3 +95,15 @@ def test_not_training_or_without_augments_is_cls_data_preprocessor():
     assert set(out) == {'inputs', 'data_samples'}
     assert all('gt_score' not in s for s in out['data_samples'])
 
+
+
+@pytest.mark.parametrize('augments, onehot', [
+    (dict(augments=[dict(type='CutMix', alpha=1.0)]), True), (None, False)])
+def test_batch_augments_switch_to_onehot_as_mmpretrains_do(augments, onehot):
+    """mmpretrain's own ``ClsDataPreprocessor.__init__`` turns ``to_onehot``
+    on for batch augments; the augments that run are ours, which record."""
+    from tlalign_mm.mixing.wrapper import TLRandomBatchAugment
+    pre = MODELS.build(dict(type='TLAlignDataPreprocessor', num_classes=10,
+                            to_onehot=False, batch_augments=augments))
+    assert pre.to_onehot is onehot
+    assert isinstance(pre.batch_augments, TLRandomBatchAugment) is onehot

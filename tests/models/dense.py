@@ -11,9 +11,18 @@ positions. Swin windows are one dense attention over the whole padded map,
 built from coordinates, with the documented padding rule (padded keys carry
 zero labels; a real token's update is renormalised to sum 1). Shares no
 code with ``tlalign_mm``.
+
+A family's facts are arguments (:class:`Facts`): the attention modules whose
+calls are its blocks', how each computes its attention, the initial labels,
+the extra tokens and the readout; the defaults read them off ViT, DeiT, BEiT
+and timm models. A token-sequence family needs only its facts; one whose
+tokens change between blocks walks its blocks in a ``layout`` function, as
+:func:`swin_layout` and :func:`pvt_layout` do.
 """
 import contextlib
 import math
+from functools import partial
+from typing import Callable, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +33,40 @@ from timm.models.vision_transformer import Attention as TimmAttention
 
 ATTENTIONS = (MultiheadAttention, BEiTAttention, TimmAttention,
               ShiftWindowMSA, SpatialReductionAttention)
+
+
+class Facts(NamedTuple):
+    """What the reference must know of a family (``None``: read off the
+    model as for ViT, DeiT, BEiT and timm's ViTs).
+
+    Attributes:
+        attentions (tuple): module classes, beyond :data:`ATTENTIONS`, whose
+            calls are the blocks' attention.
+        attention (Callable): ``(module, args, kwargs) -> (A, out)``: a
+            call's ``(B, heads, N, M)`` attention and the module's output
+            computed from it by hand (checked against the module's own);
+            default :func:`token_attention`.
+        embed (Callable): ``(B, H, W, C)`` pixel labels -> ``(B, N, C)``
+            initial labels of the tokens the first block attends over
+            (:func:`patch_means` of the token size, say); default the patch
+            embedding's windows (:func:`embed_labels`).
+        prefix (int): extra tokens before them (class, distillation,
+            registers); they start at the area label.
+        readout (Callable): ``(B, N, C)`` labels after the last block ->
+            ``(B, C)``, what the head reads; default by ``out_type`` or
+            ``global_pool``.
+        layout (Callable): for a family whose tokens change between blocks:
+            ``layout(model, calls, pix, step, verify) -> final`` walks its
+            blocks, calling ``step(Y, AY)`` once per block (see
+            :func:`swin_layout`); default by the model's structure (Swin,
+            PVT, else a token sequence with the facts above).
+    """
+    attentions: Tuple[type, ...] = ()
+    attention: Optional[Callable] = None
+    embed: Optional[Callable] = None
+    prefix: Optional[int] = None
+    readout: Optional[Callable] = None
+    layout: Optional[Callable] = None
 
 
 @contextlib.contextmanager
@@ -274,111 +317,168 @@ def _check(ours, theirs, size=None):
     assert (ours.double() - theirs).abs().max() <= 1e-5 * max(size, 1.)
 
 
-def dense_reference(model, images, pixel_weights, targets, more=(),
-                    **options):
-    """:func:`dense_labels` of an eval forward of ``model`` (``more``:
-    attention types beyond :data:`ATTENTIONS`)."""
-    with attention_calls(model, *more) as calls, torch.no_grad():
+def dense_reference(model, images, pixel_weights, targets,
+                    facts: Facts = Facts(), **options):
+    """:func:`dense_labels` of an eval forward of ``model``."""
+    with attention_calls(model, *facts.attentions) as calls, torch.no_grad():
         model(images)
-        return dense_labels(model, calls, pixel_weights, targets, **options)
+        return dense_labels(model, calls, pixel_weights, targets, facts,
+                            **options)
 
 
-def dense_labels(model, calls, pixel_weights, targets, area_share=None,
-                 align_layers='all', residual_norm=True, keeps=None,
-                 check=True):
+def dense_labels(model, calls, pixel_weights, targets, facts: Facts = Facts(),
+                 area_share=None, align_layers='all', residual_norm=True,
+                 keeps=None, check=True):
     """Labels before the first and after every block, and the final label,
-    from the captured attention ``calls`` of one forward of ``model``.
+    from the captured attention ``calls`` of one forward of ``model``, a
+    family of ``facts``.
 
     ``align_layers``: the blocks that align (``'all'``, ``'last'`` or
-    indices, negative from the end); ``keeps[i]``:
-    ``(B,)`` bool, the samples whose attention branch drop-path kept in
-    block ``i`` (the others keep their labels); ``check``: compare each
-    hand attention's output with the module's (eval forwards only)."""
-    inner = getattr(model, 'timm_model', model)
-    pix = pixel_labels(pixel_weights, targets)
-    history, final, n = [], None, len(calls)
+    indices, negative from the end); ``keeps[i]``: a ``(B,)`` bool per
+    drop-path call of block ``i``, in order, the samples it kept (the
+    attention branch's first; a sample it dropped keeps its labels in that
+    branch); ``check``: compare each hand attention's output with the
+    module's (eval forwards only)."""
+    history, n = [], len(calls)
     layers = None if align_layers == 'all' else [-1] if \
         align_layers == 'last' else align_layers
-    verify = _check if check else lambda *args: None
 
-    def step(Y, AY, renormalise=False):
-        """Block ``len(history) - 1``'s update of ``Y``, recorded."""
+    def step(Y, AY=None, renormalise=False, branches=()):
+        """Block ``len(history) - 1``'s update of ``Y``, recorded; without
+        ``AY``, the initial labels. ``branches``: ``(W, k)`` per residual
+        convolution branch after the attention, ``W(Y)`` its window means,
+        ``k`` the index of its drop-path call in the block."""
         i, new = len(history) - 1, Y
-        if layers is None or i in layers or i - n in layers:
+        kept = keeps[i] if keeps is not None and i >= 0 else []
+        if AY is not None and (layers is None or i in layers
+                               or i - n in layers):
             new = _update(Y, AY, residual_norm, renormalise)
-            if keeps is not None and keeps[i] is not None:
-                new = torch.where(keeps[i].view(-1, 1, 1), new, Y)
+            if kept:
+                new = torch.where(kept[0].view(-1, 1, 1), new, Y)
+            for W, k in branches:
+                moved = _update(new, W(new), residual_norm)
+                new = torch.where(kept[k].view(-1, 1, 1), moved, new) if \
+                    kept else moved
         history.append(new)
         return new
 
-    if hasattr(model, 'stages'):  # Swin, Swin V2, SL-Swin
-        def merge(ds, Y, hw):  # patch merging or SPT pooling
-            return embed_labels(ds, Y.reshape(Y.shape[0], *hw, -1))
+    if facts.layout is not None:
+        layout = facts.layout
+    elif hasattr(model, 'stages'):
+        layout = swin_layout
+    elif hasattr(model, 'layers') and isinstance(model.layers[0],
+                                                 type(model.layers)):
+        layout = pvt_layout
+    else:
+        layout = partial(token_layout, facts=facts, area_share=area_share,
+                         area_of=lambda share: torch.einsum(
+                             'bs,bsc->bc', share.double(), targets.double()),
+                         pixel_weights=pixel_weights)
+    final = layout(model, calls, pixel_labels(pixel_weights, targets), step,
+                   _check if check else lambda *args: None)
+    return final, history
 
-        Y = embed_labels(model.patch_embed, pix)
-        history.append(Y)
-        hw, it = calls[0][1][1], iter(calls)
-        v2 = type(model).__name__ == 'SwinTransformerV2'
-        after = getattr(model, 'out_after_downsample', False)
-        for s, stage in enumerate(model.stages):
-            if v2 and stage.downsample is not None:
-                Y = merge(stage.downsample, Y, hw)
-            for _ in stage.blocks:
-                module, args, _, out = next(it)
-                hw = tuple(args[1])
-                A, dense_out, real = window_attention(module, args[0], hw)
-                verify(out, dense_out)
-                # padded keys carry no label: only the real ones count
-                Y = step(Y, A.mean(1)[:, real][..., real] @ Y,
-                         renormalise=True)
-            ds = None if v2 else stage.downsample
-            if ds is not None and after:
-                Y = merge(ds, Y, hw)
-                hw = (-(-hw[0] // 2), -(-hw[1] // 2))
-            if s in model.out_indices:
-                final = Y.mean(1)
-            if ds is not None and not after:
-                Y = merge(ds, Y, hw)
-        return final, history
-    if hasattr(model, 'layers') and isinstance(model.layers[0], type(
-            model.layers)):  # PVT: (embed, blocks, norm) per stage
-        it = iter(calls)
-        grid = pix
-        for s, (embed, blocks, _) in enumerate(model.layers):
-            Y, hw = conv_means(grid, embed.projection)
-            if s == 0:
-                history.append(Y)
-            for block in blocks:
-                if not hasattr(block, 'attn'):  # v1's position embedding
-                    continue
-                module, args, kwargs, out = next(it)
-                A, dense_out = sr_attention(module, args[0], hw)
-                verify(out - kwargs['identity'], dense_out, out.abs().max())
-                Y_kv = Y if module.sr_ratio == 1 else conv_means(
-                    Y.reshape(-1, *hw, Y.shape[-1]), module.sr)[0]
-                Y = step(Y, A.mean(1) @ Y_kv)
-            grid = Y.reshape(-1, *hw, Y.shape[-1])
-            if s in model.out_indices:
-                final = Y.mean(1)
-        return final, history
-    # ViT-like: extra (prefix) tokens start at the area label
-    Y = embed_labels(inner.patch_embed, pix)
+
+def swin_layout(model, calls, pix, step, verify):
+    """Swin, Swin V2, SL-Swin: window attention over the padded map (each
+    call's ``hw_shape``), merges (or SPT pooling) between stages, V2's
+    before a stage's blocks; the head reads the mean token of the last
+    output stage."""
+    def merge(ds, Y, hw):  # patch merging or SPT pooling
+        return embed_labels(ds, Y.reshape(Y.shape[0], *hw, -1))
+
+    Y, final = step(embed_labels(model.patch_embed, pix)), None
+    hw, it = calls[0][1][1], iter(calls)
+    v2 = type(model).__name__ == 'SwinTransformerV2'
+    after = getattr(model, 'out_after_downsample', False)
+    for s, stage in enumerate(model.stages):
+        if v2 and stage.downsample is not None:
+            Y = merge(stage.downsample, Y, hw)
+        for _ in stage.blocks:
+            module, args, _, out = next(it)
+            hw = tuple(args[1])
+            A, dense_out, real = window_attention(module, args[0], hw)
+            verify(out, dense_out)
+            # padded keys carry no label: only the real ones count
+            Y = step(Y, A.mean(1)[:, real][..., real] @ Y, renormalise=True)
+        ds = None if v2 else stage.downsample
+        if ds is not None and after:
+            Y = merge(ds, Y, hw)
+            hw = (-(-hw[0] // 2), -(-hw[1] // 2))
+        if s in model.out_indices:
+            final = Y.mean(1)
+        if ds is not None and not after:
+            Y = merge(ds, Y, hw)
+    return final
+
+
+def pvt_layout(model, calls, pix, step, verify):
+    """mmdet's PVT (v1, v2): ``(embed, blocks, norm)`` per stage, each
+    stage's embedding the mean under its conv's windows, keys reduced by
+    the ``sr`` conv's windows, v2's ConvFFN a residual branch of its 3x3
+    depth-wise conv's window means (its drop-path the block's second); the
+    head reads the mean token of the last output stage."""
+    it, grid, final = iter(calls), pix, None
+    for s, (embed, blocks, _) in enumerate(model.layers):
+        Y, hw = conv_means(grid, embed.projection)
+        if s == 0:
+            step(Y)
+        for block in blocks:
+            if not hasattr(block, 'attn'):  # v1's position embedding
+                continue
+            module, args, kwargs, out = next(it)
+            A, dense_out = sr_attention(module, args[0], hw)
+            verify(out - kwargs['identity'], dense_out, out.abs().max())
+            Y_kv = Y if module.sr_ratio == 1 else conv_means(
+                Y.reshape(-1, *hw, Y.shape[-1]), module.sr)[0]
+            convs = [m for m in block.ffn.modules()
+                     if isinstance(m, torch.nn.Conv2d)
+                     and m.kernel_size[0] > 1]
+            Y = step(Y, A.mean(1) @ Y_kv, branches=[(
+                lambda Y, conv=conv, hw=hw: conv_means(
+                    Y.reshape(-1, *hw, Y.shape[-1]), conv)[0], 1)
+                for conv in convs])
+        grid = Y.reshape(-1, *hw, Y.shape[-1])
+        if s in model.out_indices:
+            final = Y.mean(1)
+    return final
+
+
+def token_readout(model):
+    """What a ViT-like head reads, by ``out_type`` or timm's
+    ``global_pool``: ``(B, N, C)`` -> ``(B, C)``."""
+    inner = getattr(model, 'timm_model', model)
     prefix = getattr(inner, 'num_prefix_tokens', None) or getattr(
         inner, 'num_extra_tokens', 0)
-    if area_share is None:
-        area_share = pixel_weights.mean((2, 3))
-    area = torch.einsum('bs,bsc->bc', area_share.double(), targets.double())
-    Y = torch.cat([area[:, None].expand(-1, prefix, -1), Y], 1)
-    history.append(Y)
-    for module, args, kwargs, out in calls:
-        A, dense_out = token_attention(module, args, kwargs)
-        verify(out, dense_out)
-        Y = step(Y, A.mean(1) @ Y)
     pool = getattr(inner, 'out_type', None) or inner.global_pool
     if getattr(inner, 'dist_token', None) is not None and hasattr(
             inner, 'global_pool'):  # timm's distilled head
-        return (Y[:, 0] + Y[:, 1]) / 2, history
+        return lambda Y: (Y[:, 0] + Y[:, 1]) / 2
     if pool in ('cls_token', 'token'):
-        return Y[:, 0], history
+        return lambda Y: Y[:, 0]
     start = 0 if getattr(inner, 'pool_include_prefix', False) else prefix
-    return Y[:, start:].mean(1), history
+    return lambda Y: Y[:, start:].mean(1)
+
+
+def token_layout(model, calls, pix, step, verify, facts, area_share,
+                 area_of, pixel_weights):
+    """A token sequence (ViT, DeiT, BEiT, timm, or a family of ``facts``):
+    the extra tokens start at the area label (``area_share``, default each
+    source's pixel share), the patches at their embedding's; each block
+    ``Y <- (Y + Ā Y) / 2``."""
+    inner = getattr(model, 'timm_model', model)
+    embed = facts.embed or partial(embed_labels, inner.patch_embed)
+    prefix = facts.prefix
+    if prefix is None:
+        prefix = getattr(inner, 'num_prefix_tokens', None) or getattr(
+            inner, 'num_extra_tokens', 0)
+    area = area_of(pixel_weights.mean((2, 3)) if area_share is None
+                   else area_share)
+    Y = step(torch.cat([area[:, None].expand(-1, prefix, -1), embed(pix)],
+                       1))
+    for module, args, kwargs, out in calls:
+        A, dense_out = (facts.attention or token_attention)(module, args,
+                                                            kwargs)
+        verify(out, dense_out)
+        Y = step(Y, A.mean(1) @ Y)
+    return (facts.readout or token_readout(model))(Y)

@@ -1,6 +1,13 @@
 """TL-Align through every family against the dense reference
 (:mod:`.dense`): labels after every block and the final label, in class
-space, with the labels moved far beyond the tolerance."""
+space, with the labels moved far beyond the tolerance.
+
+A new family is a row of :data:`CASES` with its facts for the reference
+(``facts=dense.Facts(...)``, docs/design.md "Adding a family"), and its
+name in ``test_every_backbone.NAMES`` for the training and recording
+properties."""
+from typing import NamedTuple, Tuple
+
 import pytest
 import timm
 import torch
@@ -9,20 +16,29 @@ from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
 from . import dense, zoo
-from .dense import dense_reference
+from .dense import Facts, dense_reference
 from .zoo import build, in_classes, random_mix
 
 V2 = zoo.SWIN_V2
 BOX = (3, 21, 5, 30)
 
 
-def case(cfg, S=2, size=(32, 32), box=None, **options):
-    """(backbone config, sources, (H, W), CutMix box, options)."""
-    return cfg, S, size, box, options
+class Case(NamedTuple):
+    """A backbone config, its sources, ``(H, W)``, CutMix box, the
+    ``aligned_forward`` options and the family's facts for the reference."""
+    cfg: object
+    S: int
+    size: Tuple[int, int]
+    box: object
+    options: dict
+    facts: Facts
 
 
-# name: (backbone config, sources, (H, W), CutMix box, aligned_forward
-# options). Each row is a label path: extra tokens, padding, shift on/off,
+def case(cfg, S=2, size=(32, 32), box=None, facts=Facts(), **options):
+    return Case(cfg, S, size, box, options, facts)
+
+
+# name: Case. Each row is a label path: extra tokens, padding, shift on/off,
 # merges (before/after a stage's blocks), spatial reduction, SPT views, LSA.
 CASES = {
     'ViT cls, box': case(zoo.VIT, box=BOX),
@@ -122,12 +138,14 @@ def assert_history_close(history, reference, targets, atol=1e-5):
 
 @pytest.mark.parametrize('name', list(CASES))
 def test_matches_dense_reference(name):
-    cfg, S, (H, W), box, options = CASES[name]
+    cfg, S, (H, W), box, options, facts = CASES[name]
     model = build(cfg)
     images, pw, targets = random_mix(2, S, H, W, box=box)
-    aligned = aligned_forward(model, images, pw, keep_history=True,
-                              **options)
-    ref, ref_history = dense_reference(model, images, pw, targets, **options)
+    rule = {k: v for k, v in options.items() if k != 'area_share'}
+    aligned = aligned_forward(model, images, pw, options.get('area_share'),
+                              rule, keep_history=True)
+    ref, ref_history = dense_reference(model, images, pw, targets, facts,
+                                       **options)
     assert_history_close(aligned.history, ref_history, targets)
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
     # the public entry point is the same computation
@@ -143,7 +161,7 @@ def test_matches_dense_reference(name):
     area = in_classes(pw.mean((2, 3)), targets)
     assert (ref - area).abs().max() > 1e-4
     if options:  # the option changed the labels
-        full, _ = dense_reference(model, images, pw, targets)
+        full, _ = dense_reference(model, images, pw, targets, facts)
         assert (ref - full).abs().max() > 1e-3
 
 
@@ -152,7 +170,7 @@ def test_padding_rule_and_lsa_mask_are_what_is_tested(name, monkeypatch):
     """Ignoring the padded keys' share (no renormalisation; on 70x70 real
     tokens attend to padded ones), or LSA's mask and temperature, gives the
     reference other labels, far beyond the tolerance."""
-    cfg, S, (H, W), box, _ = CASES[name]
+    cfg, S, (H, W), box, _, _ = CASES[name]
     model = build(cfg)
     images, pw, targets = random_mix(2, S, H, W, box=box)
     _, ours = dense_reference(model, images, pw, targets)
@@ -167,8 +185,8 @@ def test_padding_rule_and_lsa_mask_are_what_is_tested(name, monkeypatch):
 
 
 def _swin_v2_without_merging_rule(monkeypatch):
-    from tlalign_mm.models.token_rules import TOKEN_RULES
-    monkeypatch.delitem(TOKEN_RULES,
+    from tlalign_mm.registry import TOKEN_RULES
+    monkeypatch.delitem(TOKEN_RULES.module_dict,
                         'mmpretrain.models.utils.embed.PatchMerging')
     return build(zoo.SWIN_V2)
 
@@ -213,7 +231,8 @@ BAD = {  # name: (backbone, call's changes, error, match)
                                            NotImplementedError,
                                            'PatchMerging'),
     'a Conv2d': (lambda mp: torch.nn.Conv2d(3, 3, 1), {},
-                 NotImplementedError, 'no family description'),
+                 NotImplementedError,
+                 'TL-Align aligns labels through attention; Conv2d has none'),
     'align_layers out of range': (zoo.VIT, dict(align_layers=[7]),
                                   ValueError, 'out of range'),
     "align_layers='first'": (zoo.VIT, dict(align_layers='first'), ValueError,
@@ -223,9 +242,14 @@ BAD = {  # name: (backbone, call's changes, error, match)
                               ValueError, "type='PooledTIMMBackbone'"),
     'TIMMBackbone of a Swin': (dict(TIMM_SWIN, type='TIMMBackbone'), {},
                                NotImplementedError,
-                               'VisionTransformer family.*SwinTransformer'),
+                               "timm's Swin .*type='SwinTransformer'"),
     'bare timm ResNet': (timm_model('resnet18'), {}, NotImplementedError,
-                         'does not record timm'),
+                         'through attention; ResNet has none'),
+    'timm Eva (no family)': (timm_model('eva02_tiny_patch14_224',
+                                        img_size=28, depth=1),
+                             {}, NotImplementedError, 'no family for Eva: '
+                             r'none describes its attention \(timm.models'
+                             r'.eva.EvaAttention\)'),
     'timm PatchDropout': (timm_model(patch_drop_rate=0.5), {},
                           NotImplementedError, 'PatchDropout'),
     'timm DiffAttention': (timm_model(attn_layer='diff'), {},

@@ -81,7 +81,7 @@ def test_compiled_step_gives_the_eager_labels_in_one_graph(kind):
 
 @pytest.mark.parametrize('kind', ['deit', 'swin'])
 def test_a_traced_step_reads_no_tensor_value_on_the_host(kind):
-    from tools.cost import step_cost
+    from tlalign_mm.testing.cost import step_cost
     model, batch = build(kind)
     batch.pop('targets')
     _, syncs = step_cost(model, batch)

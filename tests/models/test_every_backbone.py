@@ -7,10 +7,11 @@
   a sample whose attention branch was dropped keeps its labels, and the
   recorded forward draws the plain forward's random numbers: tokens and
   gradients bit for bit;
-- a recorded backbone is the plain one: same class, bit-identical
-  evaluation, a plain checkpoint both ways; records hold no labels;
-  MixUp (the same mix at every pixel) is left unchanged by alignment;
-  a deep copy (EMA) aligns on its own;
+- a recorded backbone is the plain one, one test per property: same class
+  and state dict, a plain checkpoint both ways, bit-identical evaluation,
+  the kept recording aligns as a one-call one; records hold no labels and
+  are detached; MixUp (the same mix at every pixel) is left unchanged by
+  alignment; a deep copy (EMA) aligns on its own;
 - two threads get their own labels;
 - a family added by docs/design.md's description function is exact.
 """
@@ -20,6 +21,7 @@ import re
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -30,10 +32,18 @@ from mmcv.cnn.bricks.transformer import PatchEmbed
 from tlalign_mm import align_labels
 from tlalign_mm.checkpoint import load_strictly
 from tlalign_mm.models import Recording, aligned_forward, describe
-from tlalign_mm.models.families import FAMILIES
+from tlalign_mm.registry import FAMILIES
 
 from . import zoo
-from .dense import ATTENTIONS, attention_calls, dense_labels, dense_reference
+from .dense import (
+    ATTENTIONS,
+    Facts,
+    attention_calls,
+    dense_labels,
+    dense_reference,
+    patch_means,
+    token_attention,
+)
 from .test_alignment import CASES, assert_history_close
 from .zoo import assert_distributions, random_mix
 
@@ -50,8 +60,7 @@ NAMES = ['ViT cls, box', 'ViT pooled, no cls, not a multiple of the patch',
 
 
 def build(name, seed=0):
-    cfg, _, size, _, _ = CASES[name]
-    return zoo.build(cfg, seed), size[0]
+    return zoo.build(CASES[name].cfg, seed), CASES[name].size[0]
 
 
 class BernoulliDropPath(nn.Module):
@@ -82,14 +91,16 @@ def with_dropouts(backbone, drop_path=0.5, attention=0.2):
     return backbone
 
 
-def attention_branch_keeps(backbone, events):
-    """Hooks that append ``None`` when an attention starts and ``(B,)``
-    bool, the samples a drop-path kept, at each drop-path call."""
+def attention_branch_keeps(backbone, events, attentions=()):
+    """Hooks that append ``None`` when an attention (of :data:`ATTENTIONS`
+    or ``attentions``) starts and ``(B,)`` bool, the samples a drop-path
+    kept, at each drop-path call."""
+    kinds = ATTENTIONS + tuple(attentions)
     return [m.register_forward_pre_hook(lambda m, a: events.append(None))
-            if isinstance(m, ATTENTIONS) else m.register_forward_hook(
+            if isinstance(m, kinds) else m.register_forward_hook(
                 lambda m, a, out: events.append(out.flatten(1).ne(0).any(1)))
             for m in backbone.modules()
-            if isinstance(m, ATTENTIONS) or 'DropPath' in type(m).__name__]
+            if isinstance(m, kinds) or 'DropPath' in type(m).__name__]
 
 
 BERNOULLI = 'ViT, torch.bernoulli drop-path'
@@ -100,6 +111,7 @@ BERNOULLI = 'ViT, torch.bernoulli drop-path'
     (name, False) for name in NAMES[:1] + NAMES[6:7]])  # ViT, Swin V2
 def test_training_labels_follow_the_forward_that_ran(name, follow):
     backbone, side = build(name if name in NAMES else NAMES[0])
+    facts = CASES[name if name in NAMES else NAMES[0]].facts
     for layer in backbone.layers if name == BERNOULLI else []:
         layer.attn.out_drop = BernoulliDropPath()
     with_dropouts(backbone).train()
@@ -116,38 +128,45 @@ def test_training_labels_follow_the_forward_that_ran(name, follow):
 
     plain = loss_and_grads(lambda: backbone(images))
     events = []
-    attention_branch_keeps(backbone, events)  # (the backbone is this test's)
-    with attention_calls(backbone) as calls:
+    # (the backbone is this test's)
+    attention_branch_keeps(backbone, events, facts.attentions)
+    with attention_calls(backbone, *facts.attentions) as calls:
         aligned = []
         recorded = loss_and_grads(lambda: aligned.append(aligned_forward(
-            backbone, images, pw, keep_history=True,
-            follow_drop_path=follow)) or aligned[0].feats)
+            backbone, images, pw, options=dict(follow_drop_path=follow),
+            keep_history=True)) or aligned[0].feats)
     aligned = aligned[0]
     # The recorded forward is the plain one: same draws, tokens, gradients.
     assert len(recorded) == len(plain)
     assert all(torch.equal(a, b) for a, b in zip(recorded, plain))
-    # the attention branch's keep: the first drop-path call after it starts
-    # and before the next attention (None: the block has no drop-path)
+    # a block's keeps: its drop-path calls after its attention starts and
+    # before the next one's, the attention branch's first (none: the block
+    # has no drop-path)
     starts = [i for i, e in enumerate(events) if e is None] + [len(events)]
-    keeps = [next((k for k in events[a + 1:b] if k is not None), None)
+    keeps = [[k for k in events[a + 1:b] if k is not None]
              for a, b in zip(starts, starts[1:])]
     assert len(keeps) == len(calls)
-    seen = torch.stack([k for k in keeps if k is not None])
+    seen = torch.stack([k[0] for k in keeps if k])
     assert seen.any() and not seen.all()  # both cases occur
     with torch.no_grad():
-        _, ref = dense_labels(backbone, calls, pw, targets,
+        _, ref = dense_labels(backbone, calls, pw, targets, facts,
                               keeps=keeps if follow else None, check=False)
     assert_history_close(aligned.history, ref, targets)
     for labels in aligned.history + [aligned.weights]:
         assert_distributions(labels)
-    if follow:  # a dropped sample keeps its labels in that block, exactly
+    if follow:  # a sample dropped by every branch that moves labels in a
+        # block (its attention; PVT v2: and its ConvFFN) keeps them, exactly
+        branches = {t.block for t in describe(backbone).taps
+                    if t.kind == 'branch'}
         for i, keep in enumerate(keeps):
             before, after = aligned.history[i], aligned.history[i + 1]
-            if keep is not None and before.shape == after.shape:
-                assert torch.equal(after[~keep], before[~keep])
+            if keep and before.shape == after.shape:
+                moved = keep[0] | keep[1] if i in branches else keep[0]
+                assert torch.equal(after[~moved], before[~moved])
 
 
 aligned_module = sys.modules['tlalign_mm.models.aligned_forward']
+leaves = torch.utils._pytree.tree_leaves
 
 
 def recorded_tensors(backbone, images, pw, monkeypatch):
@@ -165,50 +184,99 @@ def recorded_tensors(backbone, images, pw, monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize('name', NAMES)
-def test_recorded_backbone_is_the_plain_one(name, monkeypatch):
-    plain, side = build(name)
+class Recorded(NamedTuple):
+    """A plain backbone (of ``CASES[name]``), a deep copy with a recording
+    kept on (as the classifier keeps one), and a random mix of its size."""
+    name: str
+    plain: nn.Module
+    built: nn.Module
+    recording: Recording
+    side: int
+    images: torch.Tensor
+    pixel_weights: torch.Tensor
+    targets: torch.Tensor
+
+
+@pytest.fixture(params=NAMES)
+def recorded(request):
+    plain, side = build(request.param)
     built = copy.deepcopy(plain)
-    recording = Recording(built)  # its taps stay on, as the classifier's
+    return Recorded(request.param, plain, built, Recording(built), side,
+                    *random_mix(2, 2, side, side))
+
+
+def test_recorded_backbone_keeps_its_class_and_state_dict(recorded):
+    plain, built = recorded.plain, recorded.built
     assert type(built) is type(plain)
     state, reference = built.state_dict(), plain.state_dict()
     assert list(state) == list(reference)
     assert state._metadata == reference._metadata
-    # A plain checkpoint both ways, strictly (torch's strict=True would
-    # refuse Swin V2's own checkpoint: its load hook drops two buffers it
-    # rebuilds; see load_strictly), holding all the state (SPT, LSA
-    # temperatures...): a model of other weights loads it and is the same.
-    fresh, _ = build(name, seed=1)
-    assert load_strictly(fresh, state, 'built') == ([], [], [])
-    assert load_strictly(built, reference, 'plain') == ([], [], [])
-    images, pw, targets = random_mix(2, 2, side, side)
-    leaves = torch.utils._pytree.tree_leaves
-    for ours, theirs, again in zip(leaves(built(images)),
-                                   leaves(plain(images)),
-                                   leaves(fresh(images))):
-        assert torch.equal(ours, theirs) and torch.equal(again, theirs)
-    # The same labels as recording the plain backbone for one call.
+
+
+def test_a_plain_checkpoint_loads_both_ways(recorded):
+    """Strictly (torch's strict=True would refuse Swin V2's own
+    checkpoint: its load hook drops two buffers it rebuilds; see
+    load_strictly), holding all the state (SPT, LSA temperatures...): a
+    model of other weights loads it and computes the same."""
+    plain, built = recorded.plain, recorded.built
+    fresh, _ = build(recorded.name, seed=1)
+    assert load_strictly(fresh, built.state_dict(), 'built') == ([], [], [])
+    assert load_strictly(built, plain.state_dict(), 'plain') == ([], [], [])
+    for ours, theirs in zip(leaves(fresh(recorded.images)),
+                            leaves(plain(recorded.images))):
+        assert torch.equal(ours, theirs)
+
+
+def test_recorded_forward_is_bit_identical_to_the_plain_one(recorded):
+    for ours, theirs in zip(leaves(recorded.built(recorded.images)),
+                            leaves(recorded.plain(recorded.images))):
+        assert torch.equal(ours, theirs)
+
+
+def test_the_kept_recording_aligns_as_a_one_call_recording(recorded):
+    images, pw, targets = recorded[5:]
     assert torch.equal(
-        aligned_forward(built, images, pw, recording=recording).expand(
-            targets), align_labels(plain, images, pw, targets))
-    # Records hold no labels: all-zero pixel weights record the same.
-    ours = recorded_tensors(plain, images, pw, monkeypatch)
-    zeros = recorded_tensors(plain, images, torch.zeros_like(pw),
+        aligned_forward(recorded.built, images, pw,
+                        recording=recorded.recording).expand(targets),
+        align_labels(recorded.plain, images, pw, targets))
+
+
+def test_records_hold_no_labels(recorded, monkeypatch):
+    """All-zero pixel weights record the same tensors."""
+    images, pw = recorded.images, recorded.pixel_weights
+    ours = recorded_tensors(recorded.plain, images, pw, monkeypatch)
+    zeros = recorded_tensors(recorded.plain, images, torch.zeros_like(pw),
                              monkeypatch)
     assert len(ours) == len(zeros) > 0
-    assert all(torch.equal(a, b) and not a.requires_grad
-               for a, b in zip(ours, zeros))
-    # MixUp (the same mix at every pixel) is left unchanged, to a few
-    # float32 ulps of the order-1 labels.
+    assert all(torch.equal(a, b) for a, b in zip(ours, zeros))
+
+
+def test_records_are_detached(recorded, monkeypatch):
+    """Taken in a forward that builds a graph, no record requires grad."""
+    images = recorded.images.clone().requires_grad_()
+    assert all(not t.requires_grad for t in recorded_tensors(
+        recorded.plain, images, recorded.pixel_weights, monkeypatch))
+
+
+def test_mixup_is_left_unchanged(recorded):
+    """The same mix at every pixel: every token's label and the final one
+    are the mix, to a few float32 ulps of the order-1 labels."""
+    side, targets = recorded.side, recorded.targets
     weights = torch.tensor([[0.3, 0.7], [0.9, 0.1]])
     labels, history = align_labels(
-        plain, images, weights[:, :, None, None].expand(2, 2, side, side),
-        targets, return_token_labels=True)
+        recorded.plain, recorded.images,
+        weights[:, :, None, None].expand(2, 2, side, side), targets,
+        return_token_labels=True)
     for tokens in history + [labels]:  # [0, 1], float32: 1e-6 = 8 ulp of 1
         torch.testing.assert_close(tokens, weights[:, None].expand_as(
             tokens) if tokens.dim() == 3 else torch.einsum(
             'bs,bsc->bc', weights, targets), atol=1e-6, rtol=0)
-    # A deep copy (EMA) of the recorded backbone aligns on its own.
+
+
+def test_a_deep_copy_aligns_on_its_own(recorded):
+    """A deep copy (EMA) of the recorded backbone: its labels follow its
+    own weights, and the original's stay its own."""
+    built, images, pw, targets = recorded.built, *recorded[5:]
     ema = copy.deepcopy(built)
 
     def last(model):
@@ -286,19 +354,27 @@ class ToyViT(nn.Module):
 
 
 def test_the_design_doc_family_matches_the_dense_reference(monkeypatch):
-    """The first Python block of docs/design.md's "Adding a backbone"."""
+    """The first Python block of docs/design.md's "Adding a family": it
+    registers the family by decorator (here moved from its key to this
+    module's ToyAttention, for this test only)."""
     root = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
     with open(osp.join(root, 'docs', 'design.md')) as f:
-        text = f.read().split('### Adding a backbone', 1)[1]
+        text = f.read().split('### Adding a family', 1)[1]
     namespace = {}
     exec(re.search(r'```python\n(.*?)```', text, re.S).group(1), namespace)
-    monkeypatch.setitem(FAMILIES, f'{__name__}.ToyAttention',
-                        namespace['describe_toy_vit'])
+    family = FAMILIES.module_dict.pop('my_package.ToyAttention')
+    assert family is namespace['describe_toy_vit']
+    monkeypatch.setitem(FAMILIES.module_dict, f'{__name__}.ToyAttention',
+                        family)
     backbone = zoo.randomise(ToyViT()).eval()
     images, pw, targets = random_mix(2, 2, 32, 32, box=(3, 21, 5, 30))
     aligned = aligned_forward(backbone, images, pw, keep_history=True)
-    ref, ref_history = dense_reference(backbone, images, pw, targets,
-                                       more=(ToyAttention, ))
+    # the family's facts for the reference, each stated (the defaults
+    # would read these off the toy too)
+    ref, ref_history = dense_reference(backbone, images, pw, targets, Facts(
+        attentions=(ToyAttention, ), attention=token_attention,
+        embed=lambda pixel_labels: patch_means(pixel_labels, 8), prefix=0,
+        readout=lambda labels: labels.mean(1)))
     assert_history_close(aligned.history, ref_history, targets)
     assert (aligned.expand(targets).double() - ref).abs().max() <= 1e-5
     assert (ref_history[-1] - ref_history[0]).abs().max() > 1e-2

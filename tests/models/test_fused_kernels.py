@@ -25,8 +25,8 @@ from .test_tlalign_classifier import build, mixed_batch, model_cfg
 from .zoo import assert_distributions, random_mix
 
 FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
-CUDA = pytest.param('cuda', marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason='needs a CUDA device'))
+CUDA = pytest.param('cuda', marks=[pytest.mark.cuda, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason='needs a CUDA device')])
 
 
 @pytest.fixture(autouse=True)

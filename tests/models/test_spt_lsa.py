@@ -14,7 +14,6 @@ from mmpretrain.models.utils import MultiheadAttention, WindowMSA
 from mmpretrain.registry import DATASETS, MODELS
 
 from tlalign_mm.models import describe
-from tlalign_mm.models.families import patch_size
 from tlalign_mm.models.spt_lsa import (
     LocalitySelfAttention,
     LocalityWindowMSA,
@@ -117,10 +116,10 @@ def test_switches_swap_only_what_they_name(spt, lsa):
     assert all(type(b.attn.w_msa) is (LocalityWindowMSA if lsa else
                                       WindowMSA)
                for s in swin.stages for b in s.blocks)
-    # The ViT/Swin descriptions know the patch size (SPT's, or the
-    # embedding conv's stride).
-    assert patch_size(describe(vit).embed) == (4, 4)
-    assert patch_size(describe(swin).embed) == (2, 2)
+    # The ViT/Swin descriptions state the token size (SPT's patch size, or
+    # the embedding conv's stride).
+    assert describe(vit).token_size == (4, 4)
+    assert describe(swin).token_size == (2, 2)
 
 
 SL_CONFIGS = sorted(glob.glob(osp.join(ROOT, 'configs', 'sl_vit', '*.py')))

@@ -93,6 +93,28 @@ def test_loss_uses_the_aligned_label(batch_size, align_cfg):
     assert torch.equal(torch.stack([s.gt_score for s in samples]), mixed)
 
 
+@pytest.mark.parametrize('impl', ['sdpa', 'explicit'])
+def test_the_options_reach_every_block_as_one_object(impl, monkeypatch):
+    """``align_cfg`` is checked once into an ``AlignOptions`` that reaches
+    ``Ā Y`` of every block: its ``impl`` chooses the path (no tool needs to
+    rebind a package function), and the labels are the same."""
+    import tlalign_mm.core.records as records
+    model = build(align_cfg=dict(impl=impl))
+    assert model.align_cfg.impl == impl
+    batch = mixed_batch(model)
+    paths, attend = [], records.head_mean_attention
+
+    def spy(*args, **kwargs):
+        paths.append(args[5])  # (q, k, labels, bias, scale, impl, ...)
+        return attend(*args, **kwargs)
+
+    monkeypatch.setattr(records, 'head_mean_attention', spy)
+    aligned = trained_target(model, batch)
+    assert paths == [impl] * ARCH['num_layers']
+    monkeypatch.undo()
+    torch.testing.assert_close(aligned, trained_target(build(), batch))
+
+
 def test_cutmix_training_predict_and_checkpoints_are_image_classifiers():
     """A checkpoint loads strictly into mmpretrain's ImageClassifier, and
     with target='cutmix' (taps on: the recording is there for every
@@ -127,14 +149,17 @@ BAD_OPTIONS = {  # name: (model_cfg's arguments, error, match)
                            'follow_drop_path must be True or False'),
     'unknown key': (dict(align_cfg=dict(align_layer='last')), ValueError,
                     r"known: \['align_layers'"),
-    "align_cfg='abc'": (dict(align_cfg='abc'), TypeError,
-                        r"align_cfg must be a dict of some of \['align_l"),
+    'align_cfg not a dict': (dict(align_cfg='abc'), TypeError,
+                             'align_cfg.* must be a dict'),
+    'unknown attention path': (dict(align_cfg=dict(impl='cuda')),
+                               ValueError, 'impl must be one of'),
     'layer out of range': (dict(align_cfg=dict(align_layers=[2])),
                            ValueError, 'out of range'),
-    # the removed wrapper, with a typo it used to drop silently
-    'TLAlignBackbone': (dict(backbone=dict(
+    # the wrapper spelling, with a typo it used to drop silently
+    'TLAlignBackbone with a typo': (dict(backbone=dict(
         type='TLAlignBackbone', align_layer='last',
-        backbone=model_cfg()['backbone'])), ValueError, 'align_cfg=dict'),
+        backbone=model_cfg()['backbone'])), ValueError,
+        r"options \['align_layers'.*\['align_layer'\] are none of them"),
     'bad target': (dict(target='mixup'), ValueError,
                    "'tlalign', 'transmix', 'cutmix'"),
     'transmix mask': (dict(target='transmix',
@@ -150,7 +175,7 @@ BAD_OPTIONS = {  # name: (model_cfg's arguments, error, match)
 }
 
 
-IN_TRAINING = ('no mix record', 'head of other classes')
+IN_TRAINING = ('head of other classes', )
 
 
 def test_a_bad_option_is_one_line_in_the_tools(capsys):
@@ -161,7 +186,7 @@ def test_a_bad_option_is_one_line_in_the_tools(capsys):
         MODELS.build(model_cfg(align_cfg='abc'))
     err = capsys.readouterr().err
     assert err.startswith('error: ') and err.count('\n') == 1 and \
-        "align_cfg must be a dict of some of ['align_layers', " in err
+        "(align_cfg) must be a dict of ['align_layers', " in err
 
 
 @pytest.mark.parametrize('case', list(BAD_OPTIONS))
@@ -255,9 +280,164 @@ def test_transmix_is_the_official_target_on_pixel_boxes(kind):
 @pytest.mark.parametrize('aug', ['TLMixup', 'TLPatchMix', 'TLResizeMix'])
 def test_transmix_keeps_the_target_of_other_mixes(aug):
     """TransMix is defined for CutMix boxes only: the record's mode, not
-    the mask, decides (patch mixing and ResizeMix are hard masks too)."""
-    model = build('transmix', aug=aug)
+    the mask, decides (patch mixing and ResizeMix are hard masks too).
+    The batch comes from a preprocessor of that augment alone (a Mixup-only
+    recipe is refused at build, test_a_recipe_tlalign_cannot_train_...)."""
+    model = build('transmix', aug=aug if aug != 'TLMixup' else 'TLCutMix')
+    model.data_preprocessor = MODELS.build(dict(
+        model_cfg()['data_preprocessor'], type='TLAlignDataPreprocessor',
+        batch_augments=dict(augments=[dict(type=aug, alpha=1.0)])))
     batch = mixed_batch(model)
     assert batch['mix'].mode == aug[2:].lower()
     expected = torch.stack([s.gt_score for s in batch['data_samples']])
     assert torch.equal(trained_target(model, batch), expected)
+
+
+# ------------------------- what TL-Align cannot train, refused at build
+
+
+def build_as_runner(tmp_path, recipe, model="dict(type='TLAlignClassifier')"):
+    """A user's config, mmpretrain's ``recipe`` plus ``model = ...``, built
+    as mmengine's Runner builds its model (the config's data preprocessor
+    set as the model's default, ``MODELS.build`` in the default scope)."""
+    from mmengine.config import Config
+    from mmengine.registry import MODELS as ROOT
+    from mmengine.registry import init_default_scope
+    config = tmp_path / 'my_config.py'
+    config.write_text(f"_base_ = ['mmpretrain::{recipe}']\nmodel = {model}\n")
+    cfg = Config.fromfile(str(config))
+    model = cfg.model
+    if cfg.get('data_preprocessor') is not None:
+        model.setdefault('data_preprocessor', cfg.data_preprocessor)
+    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
+    return ROOT.build(model)
+
+
+# recipe: the one message (the cause, and the fix)
+REFUSED_RECIPES = {
+    'resnet/resnet50_8xb32_in1k.py': 'TL-Align aligns labels through '
+    'attention; ResNet has none. Train it with ImageClassifier',
+    'convnext/convnext-tiny_32xb128_in1k.py': 'TL-Align aligns labels '
+    'through attention; ConvNeXt has none',
+    'mobilenet_v2/mobilenet-v2_8xb32_in1k.py': 'TL-Align aligns labels '
+    'through attention; MobileNetV2 has none',
+    'poolformer/poolformer-s12_32xb128_in1k.py': 'TL-Align aligns labels '
+    'through attention; PoolFormer has none',
+    'revvit/revvit-small_8xb256_in1k.py': 'TL-Align does not support '
+    'RevVisionTransformer: its reversible blocks',
+    # Mixup alone: every pixel carries the same mix
+    'vision_transformer/vit-base-p16_64xb64_in1k.py': "only batch augment "
+    "is Mixup, .*TL-Align's target is Mixup's. Add CutMix or ResizeMix to "
+    'train_cfg.augments .*or train it with ImageClassifier',
+    # no batch augment (it used to fail at the first step, after loading)
+    'deit/deit-base_16xb32_in1k-384px.py': 'this recipe mixes none: give '
+    r'the model train_cfg.augments, e.g. train_cfg=dict\(augments=',
+}
+
+
+@pytest.mark.parametrize('recipe', list(REFUSED_RECIPES))
+def test_a_recipe_tlalign_cannot_train_is_refused_at_build(recipe,
+                                                          tmp_path):
+    with pytest.raises((NotImplementedError, ValueError),
+                       match=REFUSED_RECIPES[recipe]):
+        build_as_runner(tmp_path, recipe)
+
+
+def test_the_recipe_check_reads_what_the_config_builds():
+    """Spelt as a recipe may spell them (names, scoped names, classes), with
+    probs: Mixup and a CutMix never drawn (probability 0) is Mixup alone;
+    TransMix is refused alike; target='cutmix' (ImageClassifier's
+    training) is not."""
+    from mmpretrain.models.utils.batch_augments import CutMix, Mixup
+    mixup_only = [dict(augments=[dict(type='mmpretrain.Mixup', alpha=.8)]),
+                  dict(augments=[dict(type=Mixup, alpha=.8),
+                                 dict(type=CutMix, alpha=1.)],
+                       probs=[0.5, 0.])]
+    for augments in mixup_only:
+        for target in ('tlalign', 'transmix'):
+            with pytest.raises(ValueError, match='only batch augment is '
+                               'Mixup'):
+                MODELS.build(model_cfg(target=target, train_cfg=augments))
+        MODELS.build(model_cfg(target='cutmix', train_cfg=augments))
+    MODELS.build(model_cfg(train_cfg=dict(augments=[
+        dict(type=Mixup, alpha=.8), dict(type=CutMix, alpha=1.)],
+        probs=[0.5, 0.5])))
+
+
+def test_the_one_line_on_a_mixup_and_cutmix_recipe_builds(tmp_path):
+    model = build_as_runner(tmp_path, 'deit/deit-tiny_4xb256_in1k.py')
+    assert [type(a).__name__ for a in model.data_preprocessor
+            .batch_augments.augments] == ['TLMixup', 'TLCutMix']
+
+
+# ------------------- the wrapper spelling: TLAlignBackbone, unwrapped
+
+VIT = model_cfg()['backbone']
+
+
+def test_the_wrapper_is_a_spelling_of_the_one_line():
+    """Its options go to align_cfg (one home: merged with align_cfg's
+    other keys), its init_cfg into the backbone config; the model is the
+    one-line one: the plain backbone, the same state dict keys."""
+    init = dict(type='TruncNormal', layer='Linear', std=.02)
+    wrapped = build(backbone=dict(type='TLAlignBackbone', backbone=VIT,
+                                  align_layers='last', residual_norm=False,
+                                  init_cfg=init),
+                    align_cfg=dict(impl='explicit'))
+    plain = build(backbone=dict(VIT, init_cfg=init), align_cfg=dict(
+        align_layers='last', residual_norm=False, impl='explicit'))
+    assert wrapped.align_cfg == plain.align_cfg
+    assert type(wrapped.backbone) is type(plain.backbone)
+    assert wrapped.backbone.init_cfg == init
+    assert list(wrapped.state_dict()) == list(plain.state_dict())
+    batch = mixed_batch(plain)
+    assert torch.equal(trained_target(wrapped, batch),
+                       trained_target(plain, batch))
+
+
+WRAPPER_REFUSED = {  # name: (model_cfg's arguments, error, match)
+    'an option also in align_cfg': (dict(
+        backbone=dict(type='TLAlignBackbone', backbone=VIT,
+                      align_layers='last'),
+        align_cfg=dict(align_layers='last')), ValueError,
+        r"options \['align_layers'\] are given twice.*keep one home"),
+    'an option checked as in align_cfg': (dict(backbone=dict(
+        type='TLAlignBackbone', backbone=VIT, residual_norm='no')),
+        TypeError, 'residual_norm must be True or False'),
+    'a backbone option beside the backbone': (dict(backbone=dict(
+        type='TLAlignBackbone', backbone=VIT, drop_path_rate=0.1)),
+        ValueError, r"\['drop_path_rate'\] are none of them.*inside "
+        r'backbone=dict\(...\).*_delete_=True'),
+    'in a plain ImageClassifier': (dict(
+        type='ImageClassifier', aug='CutMix',
+        backbone=dict(type='TLAlignBackbone', backbone=VIT)), ValueError,
+        "TLAlignBackbone is unwrapped by TLAlignClassifier.*set the model's "
+        "type='TLAlignClassifier'"),
+}
+
+
+@pytest.mark.parametrize('case', list(WRAPPER_REFUSED))
+def test_what_the_wrapper_cannot_spell_is_refused(case):
+    options, error, match = WRAPPER_REFUSED[case]
+    with pytest.raises(error, match=match):
+        MODELS.build(model_cfg(**options))
+
+
+def test_the_wrapper_on_an_mmpretrain_recipe(tmp_path):
+    """On a recipe, mmengine merges the recipe's backbone keys into the
+    wrapper: those its backbone config repeats are the same and left out;
+    one it sets otherwise is refused, naming the fix."""
+    inner = ("dict(type='VisionTransformer', arch='deit-tiny', "
+             "img_size=224, patch_size={})")
+    model = build_as_runner(
+        tmp_path, 'deit/deit-tiny_4xb256_in1k.py',
+        "dict(type='TLAlignClassifier', backbone=dict(type='TLAlignBackbone',"
+        f" backbone={inner.format(16)}, align_layers='last'))")
+    assert type(model.backbone).__name__ == 'VisionTransformer'
+    assert model.align_cfg.align_layers == 'last'
+    with pytest.raises(ValueError, match=r"\['patch_size'\] are none of "
+                       'them, nor the same in its backbone'):
+        build_as_runner(
+            tmp_path, 'deit/deit-tiny_4xb256_in1k.py',
+            "dict(type='TLAlignClassifier', backbone=dict(type="
+            f"'TLAlignBackbone', backbone={inner.format(8)}))")

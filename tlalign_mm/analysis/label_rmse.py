@@ -12,7 +12,7 @@ from typing import Dict, Iterable
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core import AlignOptions, MixRecord
+from tlalign_mm.core import MixRecord
 from tlalign_mm.models.aligned_forward import aligned_forward
 from tlalign_mm.models.transmix import check_transmix_cfg, transmix_target
 
@@ -36,7 +36,7 @@ def aligned_source_weights(model: nn.Module, images: torch.Tensor,
                                ).weights
     aligned = aligned_forward(
         model.backbone, images, record.pixel_weights, record.area_share,
-        *getattr(model, 'align_cfg', AlignOptions()),
+        getattr(model, 'align_cfg', None),
         keep_history=return_token_labels)
     return (aligned.weights, aligned.history) if return_token_labels else \
         aligned.weights

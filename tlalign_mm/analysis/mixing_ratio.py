@@ -19,7 +19,7 @@ from typing import Dict, List
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core import AlignOptions, readout
+from tlalign_mm.core import readout
 from tlalign_mm.models.aligned_forward import aligned_forward
 from tlalign_mm.models.families import describe
 from tlalign_mm.models.transmix import (
@@ -83,7 +83,7 @@ def mixing_ratios(model: nn.Module, batch) -> Dict[str, torch.Tensor]:
         [similarity_ratio(m, x, y) for m, x, y in zip(mixed, a, b)], 1)
     history = aligned_forward(
         backbone, batch.mixed, record.pixel_weights, record.area_share,
-        *getattr(model, 'align_cfg', AlignOptions()),
+        getattr(model, 'align_cfg', None),
         keep_history=True).history
     head = describe(backbone).readout
     tlalign = torch.stack([readout(y, head)[:, 0] for y in history[1:]], 1)

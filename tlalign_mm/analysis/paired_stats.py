@@ -6,8 +6,9 @@ mixing draws: only the target differs, so the per-seed difference
 ``treatment - baseline`` removes the spread both share and a paired
 interval is the honest one. Given: each target's mean and sample std
 (``ddof=1``); the difference's mean, std, Student-t interval ``mean +-
-t_{(1+c)/2, n-1} * sd / sqrt(n)`` and paired t-test p-value (they assume
-roughly normal differences, which a handful of seeds cannot check); the
+t_{(1+c)/2, n-1} * sd / sqrt(n)`` and paired t-test p-value (scipy's
+``ttest_1samp``; they assume roughly normal differences, which a handful
+of seeds cannot check); the
 Wilcoxon signed-rank p-value (scipy's; no normality assumed); and the
 wins, losses and ties (within ``tie_tol``).
 """
@@ -63,22 +64,19 @@ def spread(values: Iterable[float]) -> Spread:
 def t_interval(diffs: Sequence[float],
                confidence: float = 0.95) -> Tuple[float, float, float]:
     """``(low, high, p_value)``: the Student-t interval of the mean of
-    ``diffs`` and the two-sided p-value of a zero mean."""
+    ``diffs`` and the two-sided p-value of a zero mean
+    (``scipy.stats.ttest_1samp``); differences that are all zero have p 1
+    (scipy: nan)."""
     from scipy import stats
     if not 0 < confidence < 1:
         raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
     diffs = np.asarray(diffs, dtype=np.float64)
-    n = diffs.size
-    if n < 2:
+    if diffs.size < 2:
         return math.nan, math.nan, math.nan
-    mean = diffs.mean()
-    se = diffs.std(ddof=1) / math.sqrt(n)
-    half = stats.t.ppf((1 + confidence) / 2, n - 1) * se
-    if se == 0:
-        p_value = 1.0 if mean == 0 else 0.0
-    else:
-        p_value = 2 * stats.t.sf(abs(mean) / se, n - 1)
-    return float(mean - half), float(mean + half), float(p_value)
+    test = stats.ttest_1samp(diffs, 0.0)
+    low, high = test.confidence_interval(confidence)
+    p_value = 1.0 if not diffs.any() else float(test.pvalue)
+    return float(low), float(high), p_value
 
 
 def wilcoxon_p(diffs: Sequence[float], tie_tol: float = 1e-6) -> float:

@@ -33,19 +33,6 @@ class LayerPresence(NamedTuple):
     grid: Tuple[int, int]
 
 
-def _patch_stride(embed: nn.Module) -> Tuple[int, int]:
-    conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
-    padding = getattr(conv, 'padding', 0)
-    if not isinstance(conv, nn.Conv2d) or tuple(conv.kernel_size) != tuple(
-            conv.stride) or any(p != 0 for p in (
-                padding if isinstance(padding, tuple) else (padding, ))):
-        raise NotImplementedError(
-            'Token presence needs a patch embedding that is a convolution of '
-            f'non-overlapping, unpadded patches (kernel == stride); '
-            f'{type(embed).__name__} is not.')
-    return tuple(conv.stride)
-
-
 def cell_sources(image_hw: Tuple[int, int], cell: Tuple[int, int],
                  extra: bool, batch_size: int, device=None) -> torch.Tensor:
     """``(B, S, H, W)`` pixel weights with every ``cell`` of the image one
@@ -66,9 +53,14 @@ def token_presence(backbone: nn.Module,
     """Presence of every token entering every block (see the module doc)
     of ``images`` ``(B, 3, H, W)``, one :class:`LayerPresence` per block.
     ``backbone``: a described family whose patch embedding cuts
-    non-overlapping patches (ViT/DeiT, Swin), in the mode to analyse."""
+    non-overlapping patches of its description's ``token_size`` (ViT/DeiT,
+    Swin), in the mode to analyse."""
     description = describe(backbone)  # a clear error for unsupported ones
-    stride = _patch_stride(description.embed)
+    stride = description.token_size
+    if stride is None:
+        raise NotImplementedError(
+            f'Token presence needs the token size of {type(backbone).__name__}'
+            ', which its description does not state.')
     B, _, H, W = images.shape
     n_extra = description.extra_tokens
     n_input = math.ceil(H / stride[0]) * math.ceil(W / stride[1])
@@ -85,7 +77,9 @@ def token_presence(backbone: nn.Module,
         if grid[0] * grid[1] != n_patches:
             raise NotImplementedError(
                 f'Block {layer} works on {n_patches} tokens, not a grid of '
-                f'{cell[0]}x{cell[1]}-pixel cells of the {H}x{W} image.')
+                f'{cell[0]}x{cell[1]}-pixel cells of the {H}x{W} image: token '
+                'presence needs non-overlapping patches of the token size '
+                '(merged 2x2 by later stages).')
         pw = cell_sources((H, W), cell, n_extra > 0, B, images.device)
         S = pw.shape[1]
         area_share = None
@@ -93,8 +87,10 @@ def token_presence(backbone: nn.Module,
             area_share = torch.zeros(B, S, device=images.device)
             area_share[:, -1] = 1
         aligned = aligned_forward(backbone, images, pw, area_share,
-                                  align_layers=[layer], residual_norm=False,
-                                  follow_drop_path=False, keep_history=True)
+                                  dict(align_layers=[layer],
+                                       residual_norm=False,
+                                       follow_drop_path=False),
+                                  keep_history=True)
         before, after = aligned.history[layer], aligned.history[layer + 1]
         if before.shape[1] == n_tokens:  # not across a patch merging
             # the extra tokens hold the last source, the patches the others
@@ -102,9 +98,10 @@ def token_presence(backbone: nn.Module,
             one_hot = torch.eye(S, device=before.device)[sources]
             if not torch.allclose(before, one_hot.expand_as(before),
                                   atol=1e-5):
-                raise RuntimeError(
+                raise NotImplementedError(
                     f'The labels entering block {layer} are not one source '
-                    'per token; presence would be wrong for this backbone.')
+                    'per token: token presence needs non-overlapping patches '
+                    'of the token size, each one cell of the image.')
         presence = after.sum(1)  # column sums of Ā: (B, S)
         out.append(LayerPresence(presence[:, :n_patches],
                                  presence[:, n_patches] if n_extra else None,

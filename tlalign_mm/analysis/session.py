@@ -1,10 +1,10 @@
 """What every analysis sets up: the config, its model (loaded strictly, or
 seeded), its test (or val) dataloader, and the output files. The command
-line every tool shares is ``tools/analysis/analysis_cli.py``."""
+line every tool shares is :mod:`tlalign_mm.analysis.cli`."""
 import csv
-import json
 from typing import Iterable, Optional
 
+import mmengine
 import torch
 import torch.nn as nn
 from mmengine.config import Config
@@ -95,6 +95,6 @@ def write_csv(path: str, rows: Iterable[dict]) -> str:
 
 
 def write_json(path: str, data) -> str:
-    with open(path, 'w') as f:
-        json.dump(data, f, indent=2)
+    """``mmengine.dump`` as JSON (numpy values too); returns ``path``."""
+    mmengine.dump(data, path, file_format='json', indent=2)
     return path

@@ -19,6 +19,12 @@ ours):
 - **Ours: drop-path.** A sample whose attention branch drop-path removed in
   a block keeps its labels there (for it, the block's attention is ``I``).
   The original code ignores drop-path (``keep=None``).
+- **Ours: convolutions between attention blocks** (docs/design.md,
+  "Between attention blocks"). A residual branch ``x + f(x)`` whose ``f``
+  mixes neighbouring tokens by a convolution (PVT v2's ConvFFN) moves
+  labels by the same update with ``W``, the mean over each position's
+  window, in place of ``Ā``; a token step (merging, a strided pool, an
+  embedding) gives each new token its window's mean label.
 """
 from contextlib import contextmanager
 from typing import List, Optional, Tuple
@@ -27,7 +33,7 @@ import torch
 
 from .options import AlignOptions, resolve_align_layers
 from .records import Recorded
-from .token_labels import with_extra_tokens
+from .token_labels import readout, with_extra_tokens
 
 
 def residual_align(labels: torch.Tensor,
@@ -93,11 +99,12 @@ def align(recorded: Recorded,
           pixel_weights: torch.Tensor,
           area_share: Optional[torch.Tensor] = None,
           options: AlignOptions = AlignOptions(),
-          keep_history: bool = False,
-          impl: str = 'auto') -> Tuple[torch.Tensor, List[torch.Tensor]]:
-    """The labels of a recorded forward (TL-Align, Eq. 5): the initial
-    labels, then ``Y <- (Y + Ā Y) / 2`` per block with the token steps in
-    between, in one float32, no-grad context.
+          keep_history: bool = False
+          ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+    """The label of what the head reads, from a recorded forward (TL-Align,
+    Eq. 5): the initial labels, then ``Y <- (Y + Ā Y) / 2`` per block with
+    the token steps in between, up to the head's block and readout, in one
+    float32, no-grad context.
 
     Args:
         recorded (Recorded): what the forward recorded, one slot per block.
@@ -105,15 +112,16 @@ def align(recorded: Recorded,
             each source.
         area_share (Tensor, optional): ``(B, S)``, the extra tokens'
             initial label; default each source's pixel share.
-        options (AlignOptions): checked by :func:`.align_options`.
+        options (AlignOptions): the rule's options, and ``impl``, the path
+            of :func:`.head_mean_attention`.
         keep_history (bool): also return the labels before the first block
             and after every block.
-        impl (str): the path of :func:`.head_mean_attention`.
 
     Returns:
-        tuple: the ``(B, N_l, S)`` labels of the tokens the head reads, and
-        the history (empty unless ``keep_history``); a RuntimeError where a
-        slot misses a part its hooks record.
+        tuple: ``(B, S)``, the label of what the head reads (the
+        ``recorded.readout`` of the tokens after ``recorded.head_after``),
+        and the ``(B, N_l, S)`` history (empty unless ``keep_history``); a
+        RuntimeError where a slot misses a part its hooks record.
     """
     slots, head_after = recorded.slots, recorded.head_after
     num_blocks = len(slots) - 1
@@ -135,29 +143,47 @@ def align(recorded: Recorded,
                     "forward did not take the path the backbone's "
                     'description follows (was a module replaced after the '
                     'recording hooks were installed?).')
+            moves = aligned is None or i in aligned
+            before, after = slot.split_steps() if slot.steps else ((), ())
             if head_after == (i - 1, False):
                 head = labels
-            if slot.step is not None:
-                labels = slot.step.labels(labels)
+            labels = _steps(before, labels, options, moves)
             if head_after == (i - 1, True):
                 head = labels
             if i == num_blocks:
                 break
-            if aligned is None or i in aligned:
-                labels = _block(slot, labels, options.residual_norm,
-                                options.follow_drop_path, impl)
+            if moves:
+                labels = _block(slot, labels, options)
+            labels = _steps(after, labels, options, moves)
             if keep_history:
                 history.append(labels)
-    return (labels if head_after is None else head), history
+    return readout(labels if head_after is None else head,
+                   recorded.readout), history
 
 
-def _block(slot, labels, residual_norm, follow_drop_path, impl):
+def _steps(steps, labels, options: AlignOptions, moves: bool):
+    """Token steps: a token-making one gives its tokens' labels; a residual
+    branch (a convolution) moves them like an attention branch, ``Y <- (Y +
+    W Y) / 2`` with ``W`` its windows' mean, in a block that aligns
+    (``moves``)."""
+    for step in steps:
+        if not step.residual:
+            labels = step.labels(labels)
+        elif moves:
+            labels = residual_align(
+                labels, step.labels(labels), options.residual_norm,
+                step.keep if options.follow_drop_path else None)
+    return labels
+
+
+def _block(slot, labels, options: AlignOptions):
     """One block: its key map, ``Ā Y``, and :func:`residual_align`."""
     key_map, keys, padded = slot.key_map, labels, False
     if key_map is not None:
         keys, padded = key_map.to_keys(labels), key_map.padded
-    attended, mass = slot.attend(keys, padded, impl)
+    attended, mass = slot.attend(keys, padded, options.impl)
     if key_map is not None:
         attended, mass = key_map.to_queries(attended, mass)
-    return residual_align(labels, attended, residual_norm,
-                          slot.keep if follow_drop_path else None, mass)
+    return residual_align(labels, attended, options.residual_norm,
+                          slot.keep if options.follow_drop_path else None,
+                          mass)

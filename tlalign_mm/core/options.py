@@ -1,6 +1,10 @@
 """The alignment options, checked where they are given (the classifier's
-``align_cfg``, :func:`tlalign_mm.align_labels`, the analyses)."""
-from typing import Iterable, Mapping, NamedTuple, Optional, Set, Union
+``align_cfg``, :func:`tlalign_mm.align_labels`, the analyses) and passed on
+as one object."""
+from dataclasses import dataclass, fields
+from typing import Iterable, Mapping, Optional, Set, Union
+
+from .attention import IMPLS
 
 AlignLayers = Union[str, Iterable[int], None]
 
@@ -11,8 +15,12 @@ class OptionError(TypeError, ValueError):
     ``error:`` line)."""
 
 
-class AlignOptions(NamedTuple):
-    """The rule's options (see :mod:`tlalign_mm.core.alignment`).
+@dataclass(frozen=True)
+class AlignOptions:
+    """The rule's options (see :mod:`tlalign_mm.core.alignment`), checked
+    when built: an ``AlignOptions`` is always a valid one, so it travels
+    from the config to :func:`~tlalign_mm.core.align` by name, unpacked by
+    no one and checked once.
 
     Attributes:
         align_layers: ``'all'``, ``'last'`` or the block indices that align
@@ -21,31 +29,51 @@ class AlignOptions(NamedTuple):
         follow_drop_path (bool): a sample whose attention branch drop-path
             removed keeps its labels in that block; ``False`` ignores
             drop-path, like the original code.
+        impl (str): how ``Ā Y`` is computed from recorded queries and keys
+            (:func:`~tlalign_mm.core.head_mean_attention`: ``'auto'``,
+            ``'sdpa'``, ``'triton'``, ``'explicit'``); the same labels to
+            float32 rounding, a different cost.
     """
     align_layers: AlignLayers = 'all'
     residual_norm: bool = True
     follow_drop_path: bool = True
+    impl: str = 'auto'
+
+    def __post_init__(self):
+        for name in ('residual_norm', 'follow_drop_path'):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(f'TL-Align option {name} must be True '
+                                  f'or False, got {getattr(self, name)!r}.')
+        if not isinstance(self.impl, str) or self.impl not in IMPLS:
+            raise OptionError(f'TL-Align option impl must be one of '
+                              f'{IMPLS}, got {self.impl!r}.')
+        if isinstance(self.align_layers, Iterable) and \
+                not isinstance(self.align_layers, str):
+            # a list from a config: kept as a tuple (immutable, read once)
+            object.__setattr__(self, 'align_layers',
+                               tuple(self.align_layers))
+        resolve_align_layers(self.align_layers)
 
 
-def align_options(cfg: Optional[Mapping] = None) -> AlignOptions:
-    """``cfg`` (a dict of some of :class:`AlignOptions`' fields) checked:
-    unknown keys are refused with the known ones named, the switches must
-    be bools (a string ``'no'`` is not ``False``), ``align_layers`` as
+def align_options(cfg: Union[Mapping, AlignOptions, None] = None
+                  ) -> AlignOptions:
+    """``cfg`` (a dict of some of :class:`AlignOptions`' fields, or one)
+    checked: anything but a mapping is refused, unknown keys are refused
+    with the known ones named, the switches must be bools (a string
+    ``'no'`` is not ``False``), ``align_layers`` as
     :func:`resolve_align_layers` accepts; :class:`OptionError` names what
     is not."""
-    if not isinstance(cfg, (Mapping, type(None))):
-        raise OptionError(f'align_cfg must be a dict of some of '
-                          f'{list(AlignOptions._fields)}, got {cfg!r}.')
+    if isinstance(cfg, AlignOptions):
+        return cfg
+    known = [f.name for f in fields(AlignOptions)]
+    if cfg is not None and not isinstance(cfg, Mapping):
+        raise OptionError(f'TL-Align options (align_cfg) must be a dict '
+                          f'of {known}, got {cfg!r}.')
     cfg = dict(cfg or {})
-    unknown = sorted(set(cfg) - set(AlignOptions._fields))
+    unknown = sorted(set(cfg) - set(known))
     if unknown:
         raise OptionError(f'Unknown TL-Align options {unknown}; known: '
-                          f'{list(AlignOptions._fields)}.')
-    for name in ('residual_norm', 'follow_drop_path'):
-        if not isinstance(cfg.get(name, True), bool):
-            raise OptionError(f'TL-Align option {name} must be True or '
-                              f'False, got {cfg[name]!r}.')
-    resolve_align_layers(cfg.get('align_layers', 'all'))
+                          f'{known}.')
     return AlignOptions(**cfg)
 
 
@@ -54,7 +82,7 @@ def resolve_align_layers(align_layers: AlignLayers,
                          ) -> Optional[Set[int]]:
     """The set of block indices that align (``None``: all) from ``'all'``
     (or ``None``), ``'last'`` or a non-empty list of indices (negative from
-    the end; ``num_layers`` resolves them and checks the range); a
+    the end; ``num_layers`` resolves them and checks the range); an
     :class:`OptionError` naming the value and what is accepted otherwise."""
     if align_layers is None or (isinstance(align_layers, str)
                                 and align_layers == 'all'):

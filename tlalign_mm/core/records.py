@@ -7,7 +7,8 @@ views autograd saves for the backward), never labels;
 block, so its records land in that :class:`Slot` whatever order they fire
 in; a slot missing a part it expects is the one error.
 """
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Callable, List, NamedTuple, Optional, Tuple, Union
 
 import torch
@@ -20,10 +21,20 @@ from .token_labels import label_map_of
 class TokenStep(NamedTuple):
     """A module (patch merging, pooling, a stage's patch embedding) made
     tokens from the ``(H, W)`` map ``hw``; ``rule``: ``(B, S, H, W)`` label
-    map -> ``(B, N', S)`` labels of its tokens; ``name``: its class."""
+    map -> ``(B, N', S)`` labels of its tokens; ``name``: its class.
+
+    ``residual``: the module is a residual branch ``x + f(x)`` whose ``f``
+    mixes tokens by a fixed window, not by attention (a convolution:
+    docs/design.md, "Between attention blocks"); ``rule`` gives the labels
+    of ``f``'s output, ``W Y``, which :func:`~.alignment.align` combines
+    with the identity's as it does an attention's ``Ā Y``. ``keep``: ``(B,
+    1, 1)`` bool, ``False`` where the branch's drop-path dropped the sample
+    (training only)."""
     hw: Tuple[int, int]
     rule: Callable[[torch.Tensor], torch.Tensor]
     name: str = ''
+    residual: bool = False
+    keep: Optional[torch.Tensor] = None
 
     def labels(self, labels: torch.Tensor) -> torch.Tensor:
         H, W = self.hw
@@ -36,12 +47,19 @@ class TokenStep(NamedTuple):
 
 @dataclass
 class Slot:
-    """What one call recorded for a block: the token step before it, and
-    its attention, key map and drop-path decision.
+    """What one call recorded for a block: its token steps, its attention,
+    key map and drop-path decision.
 
     Attributes:
         expects (tuple): the parts its hooks record: ``'attention'``
-            (``probs``, or ``q`` and ``k``), ``'key_map'``, ``'step'``.
+            (``probs``, or ``q`` and ``k``), ``'key_map'``, and ``'step'``
+            once per token step.
+        steps (list[TokenStep]): in the order they ran: those before
+            ``attention_at`` ran before the block's attention (a merge, a
+            stage's embedding), the others after it (a residual branch).
+        attention_at (int, optional): how many steps had run when the
+            attention was recorded; ``None``: no attention recorded (every
+            step runs before the block).
         q, k, scale, bias: as :func:`~.attention.head_mean_attention` takes
             them (``(B', H, N, d)``, ``(B', H, M, d)``).
         probs (Tensor): ``(B', H, N, M)`` softmax output (or its head mean),
@@ -51,7 +69,8 @@ class Slot:
             branch's drop-path dropped the sample (training only).
     """
     expects: Tuple[str, ...] = ()
-    step: Optional[TokenStep] = None
+    steps: List[TokenStep] = field(default_factory=list)
+    attention_at: Optional[int] = None
     q: Optional[torch.Tensor] = None
     k: Optional[torch.Tensor] = None
     scale: Union[float, torch.Tensor, None] = None
@@ -62,11 +81,18 @@ class Slot:
 
     def missing(self) -> List[str]:
         """The expected parts this call did not record."""
-        have = dict(attention=self.probs is not None or
-                    (self.q is not None and self.k is not None),
-                    key_map=self.key_map is not None,
-                    step=self.step is not None)
-        return [part for part in self.expects if not have[part]]
+        have = dict(attention=int(self.probs is not None or
+                                  (self.q is not None and self.k is not None)),
+                    key_map=int(self.key_map is not None),
+                    step=len(self.steps))
+        return [part for part, count in Counter(self.expects).items()
+                if have[part] < count]
+
+    def split_steps(self) -> Tuple[List[TokenStep], List[TokenStep]]:
+        """The steps that ran before the attention, and after it."""
+        at = len(self.steps) if self.attention_at is None else \
+            self.attention_at
+        return self.steps[:at], self.steps[at:]
 
     def attend(self, keys: torch.Tensor, with_mass: bool = False,
                impl: str = 'auto'):
@@ -92,8 +118,13 @@ class Recorded(NamedTuple):
         head_after (tuple, optional): ``(j, through_step)``: the head reads
             the tokens after block ``j`` (and the token step after it, if
             ``through_step``); ``None``: after the last.
+        readout (tuple): ``(start, stop)``: of those tokens, the head reads
+            the mean of ``tokens[:, start:stop]``
+            (:func:`~.token_labels.readout`): ``(0, 1)`` a class token,
+            ``(extra_tokens, None)`` the patch tokens' mean.
     """
     slots: List[Slot]
     embed: Callable[[torch.Tensor], torch.Tensor]
     extra_tokens: int = 0
     head_after: Optional[Tuple[int, bool]] = None
+    readout: Tuple[int, Optional[int]] = (0, None)

@@ -13,8 +13,9 @@ rounds the blend where PIL's ``Image.blend`` truncates.
 These subclasses keep their parent's arguments and random draws (the same
 NumPy calls in order) and compute the image with PIL, told the array's
 ``channel_order`` (``'bgr'`` from ``LoadImageFromFile``, ``'rgb'`` for
-mmpretrain's CIFAR; in an ``AutoAugment``, ``hparams=dict(pad_val=128,
-channel_order=...)``).
+mmpretrain's CIFAR; in an ``HParamsAutoAugment`` or a ``RandAugment``,
+``hparams=dict(channel_order=...)``: mmpretrain 1.2.0's ``AutoAugment``
+drops its ``hparams``, see :mod:`.auto_augment`).
 """
 from typing import Callable, Optional, Sequence, Union
 

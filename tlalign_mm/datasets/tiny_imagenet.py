@@ -14,7 +14,8 @@ from PIL import Image
 class TinyImageNet(CustomDataset):
     """Tiny-ImageNet-200 from the class folders of :attr:`LAYOUT` (classes:
     the sorted folder names, the same in both splits), ``split`` ``'train'``
-    or ``'val'``, ``**kwargs`` as mmpretrain's ``CustomDataset``. The
+    or ``'val'`` (the folder read: no ``data_prefix``), ``**kwargs`` as
+    mmpretrain's ``CustomDataset``. The
     archive's ``val/`` is flat; move each image into its class folder
     first, e.g.::
 
@@ -36,9 +37,13 @@ class TinyImageNet(CustomDataset):
                  split: str = 'train', **kwargs):
         if split not in ('train', 'val'):
             raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        if 'data_prefix' in kwargs:  # it would be read, split ignored
+            raise ValueError(
+                'TinyImageNet reads the folder named by split (\'train\' or '
+                f'\'val\'); got data_prefix={kwargs["data_prefix"]!r}: '
+                'remove it and set split.')
         self.split = split
-        kwargs.setdefault('data_prefix', split)
-        super().__init__(data_root=data_root, **kwargs)
+        super().__init__(data_root=data_root, data_prefix=split, **kwargs)
 
     def load_data_list(self):
         folder = self.img_prefix

@@ -43,25 +43,21 @@ class TLAlignDataPreprocessor(ClsDataPreprocessor):
                  patch_size: Optional[Tuple[int, int]] = None,
                  model_name: Optional[str] = None,
                  **kwargs):
-        # ClsDataPreprocessor without its batch augmentation: ours records.
-        super().__init__(*args, batch_augments=None, **kwargs)
-
+        augments = None
         if batch_augments:
             if not isinstance(batch_augments, dict):
                 raise TypeError(
                     'TLAlignDataPreprocessor: batch_augments must be a dict '
                     "like dict(augments=[dict(type='CutMix', alpha=1.0)], "
                     f'probs=None), got {type(batch_augments).__name__}')
-            self.batch_augments = TLRandomBatchAugment(
+            augments = TLRandomBatchAugment(
                 **batch_augments, patch_size=patch_size,
                 model_name=model_name)
-            if not self.to_onehot:
-                from mmengine.logging import MMLogger
-                MMLogger.get_current_instance().info(
-                    'Because batch augmentations are enabled, the data '
-                    'preprocessor automatically enables the `to_onehot` '
-                    'option to generate one-hot format labels.')
-                self.to_onehot = True
+        # ClsDataPreprocessor's own handling of batch augments (to_onehot
+        # forced on, with its log line); its RandomBatchAugment is then
+        # replaced by ours, which draws the same and records
+        super().__init__(*args, batch_augments=batch_augments, **kwargs)
+        self.batch_augments = augments
 
     def forward(self, data: dict, training: bool = False) -> dict:
         """``inputs``, ``data_samples`` and, for a mixed training batch,

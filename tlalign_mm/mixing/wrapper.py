@@ -43,6 +43,23 @@ def with_recording_variant(cfg):
     return cfg if variant is None else dict(cfg, type=variant)
 
 
+def record_modes(batch_augments: Optional[dict]) -> list:
+    """The ``record_mode`` (``'mixup'``, ``'cutmix'``, ...) of each augment
+    a ``batch_augments`` config (``augments``: a config, an instance or a
+    list of them; ``probs``) can draw, as it is built (mmpretrain's types as
+    their recording variants); ``None`` for one without. Empty without
+    augments; an augment of probability 0 is never drawn."""
+    augments = (batch_augments or {}).get('augments') or []
+    if not isinstance(augments, (list, tuple)):
+        augments = [augments]
+    probs = (batch_augments or {}).get('probs')
+    if isinstance(probs, (list, tuple)) and len(probs) == len(augments):
+        augments = [aug for aug, p in zip(augments, probs) if p != 0]
+    classes = [augment_class(with_recording_variant(aug))
+               if isinstance(aug, dict) else type(aug) for aug in augments]
+    return [getattr(cls, 'record_mode', None) for cls in classes]
+
+
 def _no_record_error(aug) -> TypeError:
     name = type(aug).__name__
     built = f' Give `{name}` as a config, dict(type=\'{name}\', ...), not ' \

@@ -32,7 +32,8 @@ def check_align_inputs(backbone: nn.Module, images: torch.Tensor,
         raise ValueError(f'images must be (B, C, H, W), got '
                          f'{images.dim()}-D {tuple(images.shape)}.')
     embed = describe(backbone).embed
-    conv = getattr(embed, 'projection', None) or getattr(embed, 'proj', None)
+    conv = next((m for m in embed.modules() if isinstance(m, nn.Conv2d)),
+                None)
     channels = getattr(conv, 'in_channels', getattr(embed, 'in_channels',
                                                     None))
     if isinstance(channels, int) and images.shape[1] != channels:
@@ -92,7 +93,9 @@ def align_labels(
     """
     check_align_inputs(backbone, images, pixel_weights, targets, area_share)
     aligned = aligned_forward(backbone, images, pixel_weights, area_share,
-                              align_layers, residual_norm, follow_drop_path,
+                              dict(align_layers=align_layers,
+                                   residual_norm=residual_norm,
+                                   follow_drop_path=follow_drop_path),
                               keep_history=return_token_labels)
     labels = aligned.expand(targets)
     return (labels, aligned.history) if return_token_labels else labels

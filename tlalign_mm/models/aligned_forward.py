@@ -1,11 +1,11 @@
 """One forward pass of a backbone, recorded (:mod:`.taps`), and its labels
 aligned (:func:`tlalign_mm.core.align`) up to what the head reads."""
-from typing import Iterable, NamedTuple, Optional, Union
+from typing import Mapping, NamedTuple, Optional, Union
 
 import torch
 import torch.nn as nn
 
-from tlalign_mm.core import align, align_options, readout
+from tlalign_mm.core import AlignOptions, align, align_options
 
 from .taps import Recording
 
@@ -52,21 +52,19 @@ def aligned_forward(backbone: nn.Module,
                     images: torch.Tensor,
                     pixel_weights: torch.Tensor,
                     area_share: Optional[torch.Tensor] = None,
-                    align_layers: Union[str, Iterable[int], None] = 'all',
-                    residual_norm: bool = True,
-                    follow_drop_path: bool = True,
+                    options: Union[AlignOptions, Mapping, None] = None,
                     keep_history: bool = False,
                     recording: Optional[Recording] = None) -> AlignedOutput:
     """Run ``backbone(images)`` (``(B, 3, H, W)``, a described family),
     recorded, and align the token labels from ``pixel_weights`` ``(B, S, H,
     W)``; ``area_share`` ``(B, S)`` is the extra tokens' initial label
-    (default each source's pixel share); the rule's options as
-    :class:`~tlalign_mm.core.AlignOptions`. ``recording``: taps already on
+    (default each source's pixel share); ``options``: the rule's
+    :class:`~tlalign_mm.core.AlignOptions` (a dict of its fields is checked
+    into one; default the paper's rule). ``recording``: taps already on
     ``backbone`` (the classifier keeps one, so a compiled step registers no
-    hooks); by default they are put on for this call."""
-    options = align_options(dict(align_layers=align_layers,
-                                 residual_norm=residual_norm,
-                                 follow_drop_path=follow_drop_path))
+    hooks); by default they are put on for this call. The alignment runs
+    under the profiler label ``tlalign.align``."""
+    options = align_options(options)
     check_mix_shapes(images, pixel_weights, area_share)
     own = recording is None
     if own:
@@ -78,8 +76,7 @@ def aligned_forward(backbone: nn.Module,
     finally:
         if own:
             recording.remove()
-    labels, history = align(recorded, pixel_weights, area_share, options,
-                            keep_history)
-    return AlignedOutput(feats, readout(labels,
-                                        recording.description.readout),
-                         history)
+    with torch.profiler.record_function('tlalign.align'):
+        weights, history = align(recorded, pixel_weights, area_share,
+                                 options, keep_history)
+    return AlignedOutput(feats, weights, history)

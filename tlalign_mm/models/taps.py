@@ -113,8 +113,26 @@ def drop_path_keep(slot, arg, module, args, output):
 
 
 def token_step(slot, rule, module, args, kwargs):
-    slot.step = TokenStep(input_grid(args, kwargs), rule,
-                          type(module).__name__)
+    """A token-making module's call: its input grid, for its rule."""
+    slot.steps.append(TokenStep(input_grid(args, kwargs), rule,
+                                type(module).__name__))
+
+
+def residual_branch(slot, rule, module, args, kwargs):
+    """A residual branch's call (PVT v2's ``MixFFN``): its input grid, for
+    the rule of its convolutions' windows."""
+    slot.steps.append(TokenStep(input_grid(args, kwargs), rule,
+                                type(module).__name__, residual=True))
+
+
+def branch_keep(slot, arg, module, args, output):
+    """The drop-path of the residual branch that last ran (its keep, read
+    as :func:`drop_path_keep` reads the attention's)."""
+    step = slot.steps[-1]
+    if module.training and step.keep is None:
+        keep = output[:, :1].any(dim=(1, 2), keepdim=True) \
+            if output.dim() == 3 else output.flatten(1).any(1).view(-1, 1, 1)
+        slot.steps[-1] = step._replace(keep=keep)
 
 
 #: kind: (function, hook, the slot part it records)
@@ -129,6 +147,8 @@ TAPS = {
     'reduction': (spatial_reduction, 'forward_kw', 'key_map'),
     'keep': (drop_path_keep, 'forward', None),
     'step': (token_step, 'pre_kw', 'step'),
+    'branch': (residual_branch, 'pre_kw', 'step'),
+    'branch_keep': (branch_keep, 'forward', None),
 }
 
 
@@ -136,6 +156,17 @@ def _fire(recording, block, tap, arg, module, *hook_args):
     slots = recording.slots
     if slots is not None:
         tap(slots[block], arg, module, *hook_args)
+
+
+def _fire_attention(recording, block, tap, arg, module, *hook_args):
+    """:func:`_fire`, and where the first attention record of the block
+    falls among its token steps."""
+    slots = recording.slots
+    if slots is not None:
+        slot = slots[block]
+        if slot.attention_at is None:
+            slot.attention_at = len(slot.steps)
+        tap(slot, arg, module, *hook_args)
 
 
 class Recording:
@@ -151,19 +182,20 @@ class Recording:
         expects = [[] for _ in range(len(d.blocks) + 1)]
         self._handles = []
         for block, module, kind, arg in d.taps:
-            if kind == 'keep' and isinstance(module, (nn.Identity,
-                                                      type(None))):
+            if kind.endswith('keep') and isinstance(module, (nn.Identity,
+                                                             type(None))):
                 continue  # a drop-path that drops nothing
             fn, hook, part = TAPS[kind]
-            if kind == 'step':
+            if kind in ('step', 'branch'):
                 arg = partial(token_rule(module), module)
-            fire = partial(_fire, self, block, fn, arg)
+            fire = partial(_fire_attention if part == 'attention' else _fire,
+                           self, block, fn, arg)
             kw = dict(with_kwargs=True) if hook.endswith('_kw') else {}
             register = module.register_forward_pre_hook if \
                 hook.startswith('pre') else module.register_forward_hook
             self._handles.append(register(fire, **kw))
-            if part not in (None, *expects[block]):
-                expects[block].append(part)
+            if part == 'step' or part not in (None, *expects[block]):
+                expects[block].append(part)  # (every step, once each)
         self._expects = [tuple(e) for e in expects]
         self._embed = partial(token_rule(d.embed), d.embed)
         self.slots: Optional[list] = None
@@ -179,7 +211,7 @@ class Recording:
             slots, self.slots = self.slots, None
         d = self.description
         return feats, Recorded(slots, self._embed, d.extra_tokens,
-                               d.head_after)
+                               d.head_after, d.readout)
 
     def remove(self) -> None:
         for handle in self._handles:

@@ -10,10 +10,13 @@ from mmpretrain.structures import DataSample
 
 from tlalign_mm.core import MixRecord, align_options, resolve_align_layers
 from tlalign_mm.core.label_drift import label_drift
+from tlalign_mm.mixing import TLAlignDataPreprocessor
+from tlalign_mm.mixing.wrapper import record_modes
 
 from .aligned_forward import aligned_forward
-from .families import describe, patch_size
+from .families import describe
 from .taps import Recording
+from .tlalign_backbone import unwrap
 from .transmix import (
     check_transmix_backbone,
     check_transmix_cfg,
@@ -44,17 +47,28 @@ class TLAlignClassifier(ImageClassifier):
     ``probs``) itself, which draw exactly what mmpretrain's draw.
     ``target`` switches the training target on the same model and recipe.
 
+    What TL-Align cannot train is refused here, before any data loads, each
+    with its fix: a backbone that TL-Align does not describe
+    (:func:`~tlalign_mm.models.describe`: no token attention, or none a
+    family describes); with the ``'tlalign'`` and ``'transmix'`` targets, a
+    data preprocessor that records no mix, a recipe with no batch augment,
+    and one whose only batch augment is Mixup (every pixel carries the
+    same mix, so the aligned target is the Mixup target).
+
     Args:
         backbone (dict): the backbone config; ``self.backbone`` is that
-            backbone, with the recording taps on it.
+            backbone, with the recording taps on it. The specified wrapper
+            spelling, ``dict(type='TLAlignBackbone', backbone=dict(...),
+            align_layers=..., ...)``, is unwrapped: its options go to
+            ``align_cfg`` (:func:`.tlalign_backbone.unwrap`).
         align_cfg (dict, optional): ``align_layers``, ``residual_norm``,
-            ``follow_drop_path`` (:class:`tlalign_mm.core.AlignOptions`),
-            checked here (unknown keys, non-bool switches); ``self.align_cfg``
-            is the checked ``AlignOptions``.
+            ``follow_drop_path``, ``impl`` (:class:`tlalign_mm.core.
+            AlignOptions`), checked here (unknown keys, non-bool switches);
+            ``self.align_cfg`` is the checked ``AlignOptions``.
         data_preprocessor (dict, optional): defaults to type
             ``TLAlignDataPreprocessor``, built with ``train_cfg`` as its
-            batch augments and the backbone's patch size (for
-            ``TLTokenCutMix``).
+            batch augments and the token size the backbone's description
+            states (for ``TLTokenCutMix``).
         target (str): the training target of a mixed batch.
 
             - ``'tlalign'`` (default): the aligned label of what the head
@@ -88,6 +102,7 @@ class TLAlignClassifier(ImageClassifier):
             raise ValueError(
                 f'TLAlignClassifier target must be one of {TARGETS}, got '
                 f'{target!r}.')
+        backbone, align_cfg = unwrap(backbone, align_cfg)
         align_cfg = align_options(align_cfg)
         if not isinstance(backbone, torch.nn.Module):
             backbone = MODELS.build(backbone)
@@ -98,11 +113,12 @@ class TLAlignClassifier(ImageClassifier):
             data_preprocessor = dict(data_preprocessor or {})
             data_preprocessor.setdefault('type', 'TLAlignDataPreprocessor')
             data_preprocessor.setdefault('batch_augments', train_cfg)
-            if _takes_patch_size(data_preprocessor['type']):
-                data_preprocessor.setdefault('patch_size',
-                                             patch_size(description.embed))
-                data_preprocessor.setdefault('model_name',
-                                             type(backbone).__name__)
+        if target != 'cutmix':
+            check_recipe(data_preprocessor, target)
+        if isinstance(data_preprocessor, dict) and _takes_patch_size(
+                data_preprocessor['type']):
+            data_preprocessor.setdefault('patch_size', description.token_size)
+            data_preprocessor.setdefault('model_name', type(backbone).__name__)
         super().__init__(backbone, *args, data_preprocessor=data_preprocessor,
                          **kwargs)
         self.target = target
@@ -149,7 +165,7 @@ class TLAlignClassifier(ImageClassifier):
         else:
             aligned = aligned_forward(self.backbone, inputs,
                                       mix.pixel_weights, mix.area_share,
-                                      *self.align_cfg,
+                                      self.align_cfg,
                                       recording=self.recording)
         feats = self.neck(aligned.feats) if self.with_neck else aligned.feats
         # Fresh samples: the caller's keep the mixed target.
@@ -171,7 +187,44 @@ def _with_target(sample: DataSample, score: torch.Tensor) -> DataSample:
 
 
 def _takes_patch_size(preprocessor_type) -> bool:
-    from tlalign_mm.mixing import TLAlignDataPreprocessor
     cls = MODELS.get(preprocessor_type) if isinstance(
         preprocessor_type, str) else preprocessor_type
     return isinstance(cls, type) and issubclass(cls, TLAlignDataPreprocessor)
+
+
+def check_recipe(data_preprocessor, target: str) -> None:
+    """A clear error, naming the cause and the fix, where a training step
+    with ``target`` (``'tlalign'``, ``'transmix'``) would have no mix to
+    align: ``data_preprocessor`` (a config or a built one) records none, or
+    its batch augments (a recipe's ``train_cfg``) are none or Mixup alone.
+    """
+    if isinstance(data_preprocessor, dict):
+        kind = data_preprocessor['type']
+        modes = record_modes(data_preprocessor.get('batch_augments'))
+        records = _takes_patch_size(kind)
+    else:
+        kind = type(data_preprocessor).__name__
+        augment = getattr(data_preprocessor, 'batch_augments', None)
+        modes = [getattr(a, 'record_mode', None)
+                 for a in getattr(augment, 'augments', []) if a is not None]
+        records = isinstance(data_preprocessor, TLAlignDataPreprocessor)
+    what = f"TLAlignClassifier(target={target!r}) trains on the " \
+        f"{'aligned' if target == 'tlalign' else 'TransMix'} label of a " \
+        'mixed batch'
+    if not records:
+        raise ValueError(
+            f'{what}, which TLAlignDataPreprocessor records; data_'
+            f'preprocessor type={kind!r} records none. Leave its type out '
+            "(TLAlignClassifier's default is TLAlignDataPreprocessor).")
+    if not modes:
+        raise ValueError(
+            f'{what}, but this recipe mixes none: give the model '
+            "train_cfg.augments, e.g. train_cfg=dict(augments=[dict(type="
+            "'CutMix', alpha=1.0)]), or train it with ImageClassifier.")
+    if all(mode == 'mixup' for mode in modes):
+        raise ValueError(
+            f'{what}; this recipe\'s only batch augment is Mixup, which '
+            "mixes every pixel alike, so TL-Align's target is Mixup's. Add "
+            "CutMix or ResizeMix to train_cfg.augments (DeiT: [dict(type="
+            "'Mixup', alpha=0.8), dict(type='CutMix', alpha=1.0)]), or "
+            'train it with ImageClassifier.')

@@ -1,19 +1,20 @@
 """How a module that makes tokens makes their labels: one rule per module
-type in :data:`TOKEN_RULES`, ``rule(module, label_map)``, ``(B, S, H, W) ->
-(B, N, S)``. A token made from a window of positions (a conv, patch
-merging's unfold, SPT's five shifted windows) gets the mean label of the
-real positions it reads (padding carries no mass). Modules are looked up by
-import path along their class's MRO (subclasses covered, no optional
-library imported), as :mod:`.families` looks up attention modules.
+type, registered in :data:`TOKEN_RULES` (``tlalign_mm.registry``) by
+decorator, ``rule(module, label_map)``, ``(B, S, H, W) -> (B, N, S)``. A
+token made from a window of positions (a conv, patch merging's unfold,
+SPT's five shifted windows) gets the mean label of the real positions it
+reads (padding carries no mass). Modules are looked up by import path
+along their class's MRO (subclasses covered, no optional library
+imported), as :mod:`.families` looks up backbones and attention modules.
 """
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Mapping, Optional, Tuple, Union
 
 import torch
 import torch.nn as nn
+from mmengine.registry import Registry
 
-from tlalign_mm.core import window_labels
-
-from .spt_lsa.spt import spt_token_labels
+from tlalign_mm.core import flatten_label_map, window_labels, window_mean
+from tlalign_mm.registry import TOKEN_RULES
 
 TokenRule = Callable[[nn.Module, torch.Tensor], torch.Tensor]
 
@@ -23,8 +24,11 @@ def class_paths(obj):
     return [f'{c.__module__}.{c.__qualname__}' for c in type(obj).__mro__]
 
 
-def lookup(table: Dict[str, object], obj) -> Optional[object]:
-    """The entry of ``obj``'s class or of its nearest base in ``table``."""
+def lookup(table: Union[Registry, Mapping[str, object]],
+           obj) -> Optional[object]:
+    """The entry of ``obj``'s class or of its nearest base in ``table`` (a
+    registry keyed by class path, or a dict)."""
+    table = getattr(table, 'module_dict', table)
     return next((table[p] for p in class_paths(obj) if p in table), None)
 
 
@@ -44,6 +48,9 @@ def _adaptive_pre_pad(adaptive: Optional[nn.Module], hw) -> Optional[tuple]:
     return (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2)
 
 
+@TOKEN_RULES.register_module([
+    'mmcv.cnn.bricks.transformer.PatchEmbed',
+    'mmdet.models.layers.transformer.utils.PatchEmbed'])
 def conv_embed_labels(embed: nn.Module,
                       label_map: torch.Tensor) -> torch.Tensor:
     """mmcv's and mmdet's ``PatchEmbed`` (a conv ``projection`` after
@@ -56,6 +63,9 @@ def conv_embed_labels(embed: nn.Module,
                          _adaptive_pre_pad(adaptive, label_map.shape[-2:]))
 
 
+@TOKEN_RULES.register_module([
+    'mmcv.cnn.bricks.transformer.PatchMerging',
+    'mmpretrain.models.utils.embed.PatchMerging'])
 def patch_merging_labels(merging: nn.Module,
                          label_map: torch.Tensor) -> torch.Tensor:
     """mmcv's ``PatchMerging`` (Swin) and mmpretrain's copy of it (Swin V2;
@@ -67,6 +77,7 @@ def patch_merging_labels(merging: nn.Module,
         _adaptive_pre_pad(merging.adaptive_padding, label_map.shape[-2:]))
 
 
+@TOKEN_RULES.register_module('timm.layers.patch_embed.PatchEmbed')
 def timm_patch_embed_labels(embed: nn.Module,
                             label_map: torch.Tensor) -> torch.Tensor:
     """timm's ``PatchEmbed``: the mean over real positions under each
@@ -80,15 +91,25 @@ def timm_patch_embed_labels(embed: nn.Module,
     return window_labels(embed.proj, label_map, pre_pad)
 
 
-TOKEN_RULES: Dict[str, TokenRule] = {
-    'mmcv.cnn.bricks.transformer.PatchEmbed': conv_embed_labels,
-    'mmdet.models.layers.transformer.utils.PatchEmbed': conv_embed_labels,
-    'mmcv.cnn.bricks.transformer.PatchMerging': patch_merging_labels,
-    'mmpretrain.models.utils.embed.PatchMerging': patch_merging_labels,
-    'timm.layers.patch_embed.PatchEmbed': timm_patch_embed_labels,
-    'tlalign_mm.models.spt_lsa.spt.ShiftedPatchTokenization':
-    spt_token_labels,
-}
+def window_convs(module: nn.Module) -> list:
+    """The convolutions in ``module`` that mix tokens (a window of more than
+    one position, or a stride), in module order; a 1x1 conv is token-wise,
+    like a Linear."""
+    return [m for m in module.modules() if isinstance(m, nn.Conv2d) and (
+        tuple(m.kernel_size) != (1, 1) or tuple(m.stride) != (1, 1))]
+
+
+@TOKEN_RULES.register_module('mmdet.models.backbones.pvt.MixFFN')
+def conv_branch_labels(branch: nn.Module,
+                       label_map: torch.Tensor) -> torch.Tensor:
+    """A residual branch that mixes tokens by convolutions (PVT v2's
+    ``MixFFN``: 1x1, 3x3 depth-wise, 1x1): ``W Y``, the mean label under
+    each of :func:`window_convs`' windows, in order (docs/design.md,
+    "Between attention blocks"); core adds the identity's."""
+    for conv in window_convs(branch):
+        label_map = window_mean(label_map, conv.kernel_size, conv.stride,
+                                conv.padding, conv.dilation)
+    return flatten_label_map(label_map)
 
 
 def token_rule(module: nn.Module) -> TokenRule:
@@ -98,8 +119,9 @@ def token_rule(module: nn.Module) -> TokenRule:
     if rule is None:
         raise NotImplementedError(
             f'TL-Align has no label rule for the tokens of '
-            f'{class_paths(module)[0]}: add one to TOKEN_RULES '
-            f'(tlalign_mm/models/token_rules.py: {", ".join(TOKEN_RULES)}).')
+            f'{class_paths(module)[0]}: register one, @TOKEN_RULES.register_'
+            "module('<its class path>') (tlalign_mm.registry; registered: "
+            f'{", ".join(TOKEN_RULES.module_dict)}).')
     return rule
 
 

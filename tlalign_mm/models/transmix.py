@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from mmpretrain.models.backbones import VisionTransformer
 
-from tlalign_mm.core import MixRecord
+from tlalign_mm.core import AlignOptions, MixRecord
 from tlalign_mm.core.transmix import (
     TOKEN_MASKS,
     nearest_pixel_weights,
@@ -16,7 +16,7 @@ from tlalign_mm.core.transmix import (
 )
 
 from .aligned_forward import AlignedOutput, aligned_forward
-from .families import describe, patch_size
+from .families import describe
 from .taps import Recording
 
 
@@ -55,6 +55,12 @@ def check_transmix_cfg(transmix_cfg: dict) -> dict:
     return cfg
 
 
+#: TransMix's weights by the rule's own loop: the last block's attention
+#: alone, ``Y <- Ā Y``, drop-path ignored (see :func:`transmix_forward`).
+_TRANSMIX_RULE = AlignOptions(align_layers='last', residual_norm=False,
+                              follow_drop_path=False)
+
+
 def transmix_forward(backbone: nn.Module, images: torch.Tensor,
                      pixel_weights: torch.Tensor,
                      recording: Optional[Recording] = None
@@ -76,8 +82,7 @@ def transmix_forward(backbone: nn.Module, images: torch.Tensor,
     own = F.one_hot(torch.full((B, ), S, device=pixel_weights.device),
                     S + 1).float()
     aligned = aligned_forward(backbone, images, pixel_weights, own,
-                              align_layers='last', residual_norm=False,
-                              follow_drop_path=False, recording=recording)
+                              _TRANSMIX_RULE, recording=recording)
     return aligned._replace(weights=aligned.weights[:, :S])
 
 
@@ -107,14 +112,13 @@ def transmix_target(backbone: nn.Module, images: torch.Tensor,
     area_share = mix.area_share.float()
     pixel_weights = mix.pixel_weights.detach().float()
     if mask == 'nearest':
-        size = patch_size(describe(backbone).embed if recording is None
-                          else recording.description.embed)
+        size = (describe(backbone) if recording is None
+                else recording.description).token_size
         if size is None:
             raise ValueError(
-                "TransMix's nearest token mask needs the patch size of "
-                f'{type(backbone).__name__}, which has no patch embedding '
-                "with a `projection` convolution; use transmix_cfg=dict("
-                "mask='fractional').")
+                "TransMix's nearest token mask needs the token size of "
+                f'{type(backbone).__name__}, which its description does not '
+                "state; use transmix_cfg=dict(mask='fractional').")
         # the clipped box's area (TransMix's lam0), not the token mask's
         area = pixel_weights.mean((2, 3))
         pixel_weights = nearest_pixel_weights(pixel_weights, size)

@@ -24,17 +24,16 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))  # analysis_cli
 
 import torch  # noqa: E402
-from analysis_cli import (  # noqa: E402
+
+import tlalign_mm  # noqa: E402,F401  (registers modules)
+from tlalign_mm.analysis import figures  # noqa: E402
+from tlalign_mm.analysis.cli import (  # noqa: E402
     add_common_args,
     open_analysis,
     work_dir_for,
 )
-
-import tlalign_mm  # noqa: E402,F401  (registers modules)
-from tlalign_mm.analysis import figures  # noqa: E402
 from tlalign_mm.analysis.label_maps import (  # noqa: E402
     display_images,
     label_colours,

@@ -24,17 +24,15 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))  # analysis_cli
 
-from analysis_cli import (  # noqa: E402
+import tlalign_mm  # noqa: E402,F401  (registers modules)
+from tlalign_mm.analysis import figures  # noqa: E402
+from tlalign_mm.analysis.cli import (  # noqa: E402
     add_common_args,
     model_pairs,
     open_analysis,
     work_dir_for,
 )
-
-import tlalign_mm  # noqa: E402,F401  (registers modules)
-from tlalign_mm.analysis import figures  # noqa: E402
 from tlalign_mm.analysis.label_rmse import label_rmse  # noqa: E402
 from tlalign_mm.analysis.session import (  # noqa: E402
     write_csv,

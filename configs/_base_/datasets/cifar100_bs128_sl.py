@@ -19,7 +19,7 @@ erase_fill = [m + s * v for m, s, v in zip(rgb_mean, rgb_std, norm_mean)]
 train_pipeline = [
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandomCrop', crop_size=32, padding=4),
-    dict(type='AutoAugment',
+    dict(type='HParamsAutoAugment',
          policies={{_base_.cifar10_autoaugment_policies}},
          hparams=dict(pad_val=128, channel_order='rgb')),
     dict(type='ZhongRandomErasing', erase_prob=0.25, min_area_ratio=0.02,

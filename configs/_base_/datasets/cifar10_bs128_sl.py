@@ -39,6 +39,10 @@ data_preprocessor = dict(
 # (tlalign_mm's PILRotate, PILColorTransform, PILContrast, told that
 # mmpretrain's CIFAR arrays are RGB): mmpretrain's Rotate fills (128, 0, 0)
 # from pad_val=128, and its Color/Contrast take BGR grey weights.
+# HParamsAutoAugment (tlalign_mm) is mmpretrain's AutoAugment with a bug of
+# mmpretrain 1.2.0 fixed: its AutoAugment builds the ops without its
+# hparams (auto_augment.py:74-76), so the PIL ops were built with
+# channel_order='bgr' on these RGB arrays.
 aa_translate_step = 150 / 331 / 9
 cifar10_autoaugment_policies = [
     [dict(type='Invert', prob=0.1),
@@ -112,7 +116,7 @@ erase_fill = [m + s * v for m, s, v in zip(rgb_mean, rgb_std, norm_mean)]
 train_pipeline = [
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandomCrop', crop_size=32, padding=4),
-    dict(type='AutoAugment', policies=cifar10_autoaugment_policies,
+    dict(type='HParamsAutoAugment', policies=cifar10_autoaugment_policies,
          hparams=dict(pad_val=128, channel_order='rgb')),
     dict(type='ZhongRandomErasing', erase_prob=0.25, min_area_ratio=0.02,
          max_area_ratio=0.4, min_aspect=0.3, fill=erase_fill),

@@ -5,6 +5,14 @@
 # model's train_cfg), repeated augmentation x3, ImageNet normalisation,
 # 8 GPUs x 96 images; evaluation
 # resizes the short edge to 256 and centre-crops 224, as DeiT does.
+# RandAugment's policies are mmpretrain's 'timm_increasing' (timm's
+# _RAND_INCREASING_TRANSFORMS), written out with ColorTransform and Contrast
+# computed by PIL on these RGB arrays (tlalign_mm's PILColorTransform and
+# PILContrast, given channel_order='rgb' through RandAugment's hparams,
+# which RandAugment merges into each op): mmpretrain's ops take mmcv's BGR
+# grey weights, red and blue swapped on CIFAR's RGB arrays, where timm's
+# (DeiT's) ImageEnhance.Color/Contrast weigh the RGB PIL image. Every other
+# op, argument and random draw is mmpretrain's.
 # Layout:
 # data/cifar10/cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta}
 # (the official "python version" archive, extracted; never downloaded)
@@ -16,6 +24,26 @@ data_preprocessor = dict(
     to_rgb=False  # CIFAR arrays are already RGB,
 )
 pad_mean = data_preprocessor['mean']  # CIFAR arrays are RGB
+# mmpretrain's RANDAUG_POLICIES['timm_increasing'] (auto_augment.py:
+# 1218-1236), in order, but for the two PIL ops
+rand_increasing_policies = [
+    dict(type='AutoContrast'),
+    dict(type='Equalize'),
+    dict(type='Invert'),
+    dict(type='Rotate', magnitude_range=(0, 30)),
+    dict(type='Posterize', magnitude_range=(4, 0)),
+    dict(type='Solarize', magnitude_range=(256, 0)),
+    dict(type='SolarizeAdd', magnitude_range=(0, 110)),
+    dict(type='PILColorTransform', magnitude_range=(0, 0.9)),
+    dict(type='PILContrast', magnitude_range=(0, 0.9)),
+    dict(type='Brightness', magnitude_range=(0, 0.9)),
+    dict(type='Sharpness', magnitude_range=(0, 0.9)),
+    dict(type='Shear', magnitude_range=(0, 0.3), direction='horizontal'),
+    dict(type='Shear', magnitude_range=(0, 0.3), direction='vertical'),
+    dict(type='Translate', magnitude_range=(0, 0.45),
+         direction='horizontal'),
+    dict(type='Translate', magnitude_range=(0, 0.45), direction='vertical'),
+]
 
 train_pipeline = [
     dict(
@@ -26,13 +54,13 @@ train_pipeline = [
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(
         type='RandAugment',
-        policies='timm_increasing',
+        policies=rand_increasing_policies,
         num_policies=2,
         total_level=10,
         magnitude_level=9,
         magnitude_std=0.5,
         hparams=dict(pad_val=[round(x) for x in pad_mean],
-                     interpolation='bicubic')),
+                     interpolation='bicubic', channel_order='rgb')),
     dict(type='PackInputs'),
 ]
 test_pipeline = [

@@ -36,7 +36,9 @@ data_preprocessor = dict(
 # used for Tiny-ImageNet, main.py:194-198), its 25 sub-policies in order,
 # mapped as in cifar10_bs128_sl.py: Rotate by +angle in PIL's sense (mmcv
 # -angle, never negated), everything filled with 128; Rotate, Color and
-# Contrast computed with PIL (on the BGR arrays LoadImageFromFile gives).
+# Contrast computed with PIL (on the BGR arrays LoadImageFromFile gives);
+# HParamsAutoAugment: mmpretrain's AutoAugment with its hparams applied
+# (see cifar10_bs128_sl.py).
 aa_translate_step = 150 / 331 / 9
 imagenet_autoaugment_policies = [
     [dict(type='Posterize', bits=4, prob=0.4),
@@ -105,7 +107,7 @@ train_pipeline = [
     load_image,
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandomCrop', crop_size=64, padding=4),
-    dict(type='AutoAugment', policies=imagenet_autoaugment_policies,
+    dict(type='HParamsAutoAugment', policies=imagenet_autoaugment_policies,
          hparams=dict(pad_val=128, channel_order='bgr')),
     dict(type='ZhongRandomErasing', erase_prob=0.25, min_area_ratio=0.02,
          max_area_ratio=0.4, min_aspect=0.3, fill=erase_fill[::-1]),

@@ -20,6 +20,7 @@ from mmengine.model import BaseModule
 from mmpretrain.registry import MODELS
 
 from tlalign_mm.core import flatten_label_map
+from tlalign_mm.registry import TOKEN_RULES
 
 _Pair = Tuple[int, int]
 
@@ -177,6 +178,8 @@ class ShiftedPatchTokenization(BaseModule):
         return self.reduction(x), (h, w)
 
 
+@TOKEN_RULES.register_module(
+    'tlalign_mm.models.spt_lsa.spt.ShiftedPatchTokenization')
 def spt_token_labels(spt: ShiftedPatchTokenization,
                      label_map: torch.Tensor) -> torch.Tensor:
     """``(B, S, H, W)`` source weights of ``spt``'s input (pixels or

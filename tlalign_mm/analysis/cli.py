@@ -1,5 +1,6 @@
 # Copyright (c) tlalign_mm contributors. All rights reserved.
-"""The command line every ``tools/analysis`` script shares.
+"""The command line every ``tools/analysis`` script shares (the scripts
+are thin: this, :mod:`.session` and the analysis itself).
 
 The scripts follow mmpretrain's ``tools/analysis_tools`` conventions: a
 ``config`` and a ``checkpoint`` (``none`` for a randomly initialised model),
@@ -13,21 +14,14 @@ would print RMSE 0.0 or empty statistics as if they were results.
 import argparse
 import os
 import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
+from mmengine.config import DictAction
 
-from mmengine.config import DictAction  # noqa: E402
+from tlalign_mm.checkpoint import install, one_line_errors
 
-from tlalign_mm.analysis.mixed_batches import MIXES  # noqa: E402
-from tlalign_mm.analysis.session import (  # noqa: E402
-    build_dataloader,
-    build_model,
-    load_config,
-)
-from tlalign_mm.checkpoint import install, one_line_errors  # noqa: E402
+from .mixed_batches import MIXES
+from .session import build_dataloader, build_model, load_config
 
 
 def positive_int(text: str) -> int:
@@ -110,7 +104,7 @@ def open_analysis(args, config: Optional[str] = None,
     """
     from mmengine.utils import ProgressBar
 
-    from tlalign_mm.analysis.mixed_batches import mixed_batches
+    from .mixed_batches import mixed_batches
     install()  # checkpoints through tlalign_mm.checkpoint.load
     if config is None:
         config, checkpoint = args.config, args.checkpoint

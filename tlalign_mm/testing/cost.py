@@ -10,7 +10,11 @@ can be counted on CPU, so they can be regression-tested without a GPU.
 - :class:`OpCounter`: ATen operations dispatched (forward and backward),
   by name.
 - :class:`SyncCounter`: calls that read tensor values on the host, with
-  where they were made.
+  where they were made (the one list of them: :data:`SYNC_FUNCTIONS`).
+
+``tools/benchmark.py --ops-only`` prints the first; the tests keep the
+second at zero for a training step (tests/models/test_compile.py) and at
+one read per epoch for ``LabelDriftHook``.
 """
 import traceback
 from collections import Counter

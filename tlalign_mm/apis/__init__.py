@@ -1,0 +1,26 @@
+"""What the tools share, as mmpretrain keeps it in ``mmpretrain.apis``: the
+training and test runner set-up of ``tools/train.py`` and ``tools/test.py``
+(:mod:`.train`, :mod:`.test`) and the main job of ``tools/run_demo.py``
+(:mod:`.demo`). The tools are thin command lines over these."""
+from .test import (
+    build_test_runner,
+    check_test_config,
+    merge_test_args,
+    parse_test_args,
+    run_test,
+)
+from .train import (
+    build_runner,
+    build_train_runner,
+    check_train_config,
+    merge_train_args,
+    parse_train_args,
+    train_parser,
+)
+
+__all__ = [
+    'build_runner', 'build_test_runner', 'build_train_runner',
+    'check_test_config', 'check_train_config', 'merge_test_args',
+    'merge_train_args', 'parse_test_args', 'parse_train_args', 'run_test',
+    'train_parser'
+]
