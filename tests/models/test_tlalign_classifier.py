@@ -178,6 +178,17 @@ BAD_OPTIONS = {  # name: (model_cfg's arguments, error, match)
 IN_TRAINING = ('head of other classes', )
 
 
+def test_a_bad_option_is_one_line_in_the_tools(capsys):
+    """Issue 39, item 10: what the tools print for ``--cfg-options
+    model.align_cfg=abc``."""
+    from tlalign_mm.checkpoint import one_line_errors
+    with pytest.raises(SystemExit, match='^1$'), one_line_errors():
+        MODELS.build(model_cfg(align_cfg='abc'))
+    err = capsys.readouterr().err
+    assert err.startswith('error: ') and err.count('\n') == 1 and \
+        "(align_cfg) must be a dict of ['align_layers', " in err
+
+
 @pytest.mark.parametrize('case', list(BAD_OPTIONS))
 def test_options_are_checked(case):
     options, error, match = BAD_OPTIONS[case]
