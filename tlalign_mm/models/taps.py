@@ -211,7 +211,7 @@ class Recording:
             slots, self.slots = self.slots, None
         d = self.description
         return feats, Recorded(slots, self._embed, d.extra_tokens,
-                               d.head_after, d.readout)
+                               d.head_after, d.readout, d.extra_from)
 
     def remove(self) -> None:
         for handle in self._handles:
