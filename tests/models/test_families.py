@@ -147,8 +147,6 @@ BOUNDARY = {
     'DaViT': (dict(type='DaViT', arch='t'), '{} holds the attention of the '
               'Swin family but is not built as that family reads it .*no '
               'family describes {}. Add a family'),
-    'T2T_ViT': (dict(type='T2T_ViT', img_size=64), '{} holds the attention '
-                'of the ViT family .*no `layers`.*Add a family'),
 }
 
 
