@@ -314,6 +314,9 @@ REFUSED_RECIPES = {
     'through attention; PoolFormer has none',
     'revvit/revvit-small_8xb256_in1k.py': 'TL-Align does not support '
     'RevVisionTransformer: its reversible blocks',
+    'conformer/conformer-tiny-p16_8xb128_in1k.py': 'TL-Align does not '
+    'support Conformer: its CNN and transformer streams exchange features '
+    r'in every block \(FCUDown, FCUUp\) and its head classifies from both',
     # Mixup alone: every pixel carries the same mix
     'vision_transformer/vit-base-p16_64xb64_in1k.py': "only batch augment "
     "is Mixup, .*TL-Align's target is Mixup's. Add CutMix or ResizeMix to "

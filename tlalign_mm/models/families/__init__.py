@@ -346,6 +346,13 @@ REFUSALS = {
         'mmpretrain.models.backbones.van.VAN': attention_free(
             "its large-kernel 'attention' is a convolution that gates "
             'channels'),
+        'mmpretrain.models.backbones.conformer.Conformer': refused(
+            'TL-Align does not support {type}: its CNN and transformer '
+            'streams exchange features in every block (FCUDown, FCUUp) and '
+            'its head classifies from both (a loss on each), where the '
+            'label rule follows one token sequence to one readout. Train it '
+            'with ImageClassifier, or TL-Align a one-stream transformer '
+            '(DeiT, Swin).'),
 }
 for _path, _refusal in REFUSALS.items():
     FAMILIES.register_module(_path, module=_refusal)
