@@ -235,6 +235,46 @@ def token_attention(module, args, kwargs):
     return A, out
 
 
+def rope_attention(module, args, kwargs):
+    """EVA-02's attention with 2D RoPE of ``args[0]``: q, k, v of its
+    ``qkv``; every patch token's q and k (not the class token's) turned by
+    the rotation of consecutive channel pairs, ``t[2j] cos_2j - t[2j+1]
+    sin_2j`` and ``t[2j+1] cos_2j+1 + t[2j] sin_2j+1``, at the angles of
+    the module's ``rope`` tables (``freqs_cos``, ``freqs_sin``, one row per
+    patch); then ``softmax(scale q k^T)``: (A, the output by hand)."""
+    m, x = module, args[0].double()
+    q, k, v = _qkv(m, x, m.num_heads)
+    if m.rope is not None:
+        start = int(m.with_cls_token)
+        cos, sin = m.rope.freqs_cos.double(), m.rope.freqs_sin.double()
+
+        def turn(t):
+            patches = t[..., start:, :]
+            partner = torch.stack([-patches[..., 1::2], patches[..., 0::2]],
+                                  -1).flatten(-2)
+            return torch.cat([t[..., :start, :],
+                              patches * cos + partner * sin], -2)
+
+        q, k = turn(q), turn(k)
+    A, out = _attend(_logits(m, q, k), v)
+    return A, lin(m.proj, out)
+
+
+def t2t_attention(module, args, kwargs):
+    """mmpretrain's ``MultiheadAttention`` as T2T-ViT builds it (``qk_scale``
+    always set) of ``args[0]``: ``softmax(q k^T * head_dims ** 0.5)``:
+    mmpretrain 1.2.0's ``scaled_dot_product_attention_pyimpl`` divides by
+    the ``scale`` it is bound to, ``head_dims ** -0.5``
+    (``models/utils/attention.py`` l. 43, 561-564); with ``v_shortcut``
+    (a T2T block, one head) ``v`` is added to the output: (A, the output
+    by hand)."""
+    m, x = module, args[0].double()
+    q, k, v = _qkv(m, x, m.num_heads)
+    A, out = _attend(q @ k.transpose(-2, -1) * m.head_dims**0.5, v)
+    out = lin(m.proj, out)
+    return A, out + v.squeeze(1) if m.v_shortcut else out
+
+
 def window_attention(module, x, hw):
     """All window attentions of a ``(B, H*W, C)`` map (Swin, Swin V2, LSA
     windows) as one dense attention over the zero-padded map:
@@ -442,6 +482,30 @@ def pvt_layout(model, calls, pix, step, verify):
         if s in model.out_indices:
             final = Y.mean(1)
     return final
+
+
+def t2t_layout(model, calls, pix, step, verify):
+    """T2T-ViT: ``soft_split0``'s windows (7x7, stride 4, padding 2) give
+    the first tokens; each T2T block is followed by a soft split (3x3,
+    stride 2, padding 1: window means); then the class token, at the area
+    label (each source's pixel share), and the encoder; the head reads by
+    ``out_type``. Every attention is :func:`t2t_attention`."""
+    t2t, it = model.tokens_to_token, iter(calls)
+    Y, hw = conv_means(pix, t2t.soft_split0)
+    step(Y)
+    for split in (t2t.soft_split1, t2t.soft_split2):
+        module, args, kwargs, out = next(it)
+        A, dense_out = t2t_attention(module, args, kwargs)
+        verify(out, dense_out)
+        Y, hw = conv_means(step(Y, A.mean(1) @ Y).reshape(-1, *hw,
+                                                           Y.shape[-1]), split)
+    area = pix.mean((1, 2))[:, None]
+    Y = torch.cat([area.expand(-1, model.num_extra_tokens, -1), Y], 1)
+    for module, args, kwargs, out in it:
+        A, dense_out = t2t_attention(module, args, kwargs)
+        verify(out, dense_out)
+        Y = step(Y, A.mean(1) @ Y)
+    return token_readout(model)(Y)
 
 
 def token_readout(model):

@@ -11,16 +11,37 @@ from typing import NamedTuple, Tuple
 import pytest
 import timm
 import torch
+from mmpretrain.models.backbones.hivit import Attention as HiViTAttention
+from mmpretrain.models.backbones.vit_eva02 import AttentionWithRoPE
 
 from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
 from . import dense, zoo
-from .dense import Facts, dense_reference
+from .dense import Facts, dense_reference, patch_means, window_means
 from .zoo import build, in_classes, random_mix
 
 V2 = zoo.SWIN_V2
 BOX = (3, 21, 5, 30)
+EVA02 = Facts(attentions=(AttentionWithRoPE, ), attention=dense.rope_attention)
+
+
+def hivit_facts(embed):
+    """HiViT's: its attention computes as BEiT's (the default), the first
+    attention's tokens are 16 px patches labelled by ``embed``, no extra
+    tokens, the head reads their mean."""
+    return Facts(attentions=(HiViTAttention, ), embed=embed, prefix=0,
+                 readout=lambda labels: labels.mean(1))
+
+
+def stem_means(pixel_labels):
+    """A 6x6 stem conv at stride 4, padding 1: each 4x4-pixel inner token
+    its window's mean, a 16 px patch the mean of its 4x4 inner tokens."""
+    B, H, W, C = pixel_labels.shape
+    inner = window_means(pixel_labels, (H // 4, W // 4), 6, 4, 1)
+    return inner.reshape(B, H // 16, 4, W // 16, 4, C).mean((2, 4)).reshape(
+        B, -1, C)
+
 
 
 class Case(NamedTuple):
@@ -102,6 +123,23 @@ CASES = {
     'SL-Swin LSA only, out after downsample': case(dict(zoo.SL_SWIN,
         use_spt=False, out_indices=(1, ), out_after_downsample=True)),
     'SL-Swin SPT only': case(dict(zoo.SL_SWIN, use_lsa=False)),
+    'EVA-02 RoPE, pooled': case(zoo.EVA02, S=3, facts=EVA02),
+    'EVA-02 class token readout, box': case(dict(zoo.EVA02,
+        out_type='cls_token'), box=BOX, facts=EVA02),
+    'EVA-02 no class token, other size': case(dict(zoo.EVA02,
+        with_cls_token=False), S=3, size=(48, 40), facts=EVA02),
+    'HiViT relative bias': case(zoo.HIVIT, S=3, size=(64, 64),
+        facts=hivit_facts(lambda pix: patch_means(pix, 16))),
+    # the stem conv's windows overlap (and pad) across 16 px patches
+    'HiViT overlapping stem conv, box': case(dict(zoo.HIVIT, rpe=False,
+        kernel_size=6, pad_size=1), size=(64, 64), box=(9, 45, 21, 59),
+        facts=hivit_facts(stem_means)),
+    'T2T-ViT cls': case(zoo.T2T, S=3, size=(64, 64),
+        facts=Facts(layout=dense.t2t_layout)),
+    # 15x13 tokens, 8x7, 4x4: every soft split pads
+    'T2T-ViT pooled, no cls, box, padded': case(dict(zoo.T2T,
+        with_cls_token=False, out_type='avg_featmap'), size=(60, 52),
+        box=(9, 41, 5, 30), facts=Facts(layout=dense.t2t_layout)),
     'timm DeiT, fused': case(dict(zoo.TIMM, fused=True), box=BOX),
     'timm distilled DeiT, explicit': case(dict(zoo.TIMM,
         model_name='deit_tiny_distilled_patch16_224', depth=3, fused=False),
@@ -204,6 +242,16 @@ def distilled_training(mp):
     return model
 
 
+def hivit_after_a_deeper_one(mp):
+    """A HiViT on mmpretrain's default out_indices, then a deeper one
+    built: the default list, shared, now names the deeper one's last
+    block."""
+    cfg = {k: v for k, v in zoo.HIVIT.items() if k != 'out_indices'}
+    first = build(cfg)
+    build(dict(cfg, arch=dict(cfg['arch'], depths=[1, 1, 10])))
+    return first
+
+
 TIMM_SWIN = dict(img_size=32, embed_dim=16, depths=(1, 1), num_heads=(1, 2),
                  model_name='swin_tiny_patch4_window7_224')
 BAD = {  # name: (backbone, call's changes, error, match)
@@ -225,6 +273,9 @@ BAD = {  # name: (backbone, call's changes, error, match)
     'BEiT out_indices before the last block': (
         dict(zoo.BEIT, out_indices=[1]), {}, NotImplementedError,
         'out_indices=-1'),
+    'HiViT whose shared out_indices moved': (
+        hivit_after_a_deeper_one, {}, ValueError, r"HiViT's last block \(6\), "
+        r'but out_indices=\[9\] .*Pass out_indices=\[6\]'),
     'Swin without an output stage': (dict(zoo.SWIN, out_indices=()), {},
                                      ValueError, 'out_indices'),
     'Swin V2 with an unregistered merge': (_swin_v2_without_merging_rule, {},

@@ -56,7 +56,8 @@ NAMES = ['ViT cls, box', 'ViT pooled, no cls, not a multiple of the patch',
          'SL-Swin box', 'timm DeiT, fused',
          'timm registers, qk-norm, avg, explicit',
          'timm distilled DeiT, explicit', 'BEiT relative bias, pooled',
-         'BEiT shared bias, cls, final norm']
+         'BEiT shared bias, cls, final norm', 'EVA-02 RoPE, pooled',
+         'HiViT relative bias', 'T2T-ViT cls']
 
 
 def build(name, seed=0):

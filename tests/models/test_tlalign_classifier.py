@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from mmengine.optim import OptimWrapper
 from mmpretrain.registry import MODELS
 from mmpretrain.structures import DataSample
 
@@ -325,6 +326,9 @@ REFUSED_RECIPES = {
     'through attention; PoolFormer has none',
     'revvit/revvit-small_8xb256_in1k.py': 'TL-Align does not support '
     'RevVisionTransformer: its reversible blocks',
+    'conformer/conformer-tiny-p16_8xb128_in1k.py': 'TL-Align does not '
+    'support Conformer: its CNN and transformer streams exchange features '
+    r'in every block \(FCUDown, FCUUp\) and its head classifies from both',
     # Mixup alone: every pixel carries the same mix
     'vision_transformer/vit-base-p16_64xb64_in1k.py': "only batch augment "
     "is Mixup, .*TL-Align's target is Mixup's. Add CutMix or ResizeMix to "
@@ -368,6 +372,57 @@ def test_the_one_line_on_a_mixup_and_cutmix_recipe_builds(tmp_path):
     model = build_as_runner(tmp_path, 'deit/deit-tiny_4xb256_in1k.py')
     assert [type(a).__name__ for a in model.data_preprocessor
             .batch_augments.augments] == ['TLMixup', 'TLCutMix']
+
+
+# recipe: (the one line's backbone and head overrides that make it tiny,
+# the input side). By hand at the recipes' own sizes (batch 2, one CutMix
+# step): docs/design.md's table of mmpretrain's backbones.
+OWN_CONFIGS = {
+    'eva02/eva02-tiny-p14_in1k.py': (dict(img_size=56, arch=dict(
+        _delete_=True, embed_dims=32, num_layers=2, num_heads=2,
+        feedforward_channels=64)), 32, 56),
+    'hivit/hivit-tiny-p16_16xb64_in1k.py': (dict(
+        img_size=64, out_indices=[6], arch=dict(
+            _delete_=True, embed_dims=64, depths=[1, 1, 7], num_heads=2)),
+        64, 64),
+    't2t_vit/t2t-vit-t-14_8xb64_in1k.py': (dict(
+        img_size=64, embed_dims=32, num_layers=2, t2t_cfg=dict(token_dims=16),
+        layer_cfgs=dict(num_heads=2, feedforward_channels=64)), 32, 64),
+}
+
+
+@pytest.mark.parametrize('recipe', list(OWN_CONFIGS))
+def test_the_one_line_on_a_new_familys_own_config_trains(recipe, tmp_path):
+    """mmpretrain's own config plus the one line (made tiny), built as the
+    Runner builds it, trains one CutMix step of its own batch augments; on
+    structured weights (attention far from uniform) the TL-Align target
+    differs from the area target."""
+    backbone, width, side = OWN_CONFIGS[recipe]
+    model = build_as_runner(tmp_path, recipe, repr(dict(
+        type='TLAlignClassifier', backbone=backbone,
+        head=dict(in_channels=width))))
+    assert [type(a).__name__ for a in model.data_preprocessor
+            .batch_augments.augments] == ['TLMixup', 'TLCutMix']
+    model.init_weights()
+    zoo.randomise(model.backbone)
+    model.train()
+    for seed in range(20):  # the recipe's CutMix, a box of 20-80 %
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        batch = model.data_preprocessor(fake_batch(2, 1000, seed, side),
+                                        training=True)
+        if batch['mix'].mode == 'cutmix' and \
+                0.2 < batch['mix'].area_share[0, 0] < 0.8:
+            break
+    area = torch.stack([s.gt_score for s in batch['data_samples']]).clone()
+    before = [p.detach().clone() for p in model.parameters()]
+    optim = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.1))
+    given = head_samples(model)
+    optim.update_params(model.parse_losses(model(**batch, mode='loss'))[0])
+    aligned = torch.stack([s.gt_score for s in given])
+    assert (aligned - area).abs().max() > 1e-3
+    assert any(not torch.equal(p, q) for p, q in zip(model.parameters(),
+                                                      before))
 
 
 # ------------------- the wrapper spelling: TLAlignBackbone, unwrapped

@@ -35,6 +35,14 @@ SL_VIT = dict(type='SLViT', img_size=32, patch_size=4,
 SL_SWIN = dict(type='SLSwin', img_size=32, drop_path_rate=0.,
                arch=dict(embed_dims=24, depths=[2, 2, 2],
                          num_heads=[2, 2, 4]))
+EVA02 = dict(VIT, type='ViTEVA02', out_type='avg_featmap', drop_path_rate=0.1)
+# main depth 7: out_indices index HiViT's 6 stem blocks too (mmpretrain's)
+HIVIT = dict(type='HiViT', img_size=64, rpe=True, drop_path_rate=0.1,
+             out_indices=[6], arch=dict(embed_dims=64, depths=[1, 1, 7],
+                                        num_heads=2))
+T2T = dict(type='T2T_ViT', img_size=64, embed_dims=32, num_layers=3,
+           t2t_cfg=dict(token_dims=16), drop_path_rate=0.1,
+           layer_cfgs=dict(num_heads=2, feedforward_channels=64))
 TIMM = dict(type='PooledTIMMBackbone', model_name='deit_tiny_patch16_224',
             img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
             drop_path_rate=0.1)  # drop-path modules, not Identity

@@ -130,9 +130,11 @@ def align(recorded: Recorded,
         pixel_weights = pixel_weights.detach().float()
         if area_share is None:
             area_share = pixel_weights.mean((2, 3))
-        labels = with_extra_tokens(recorded.embed(pixel_weights),
-                                   area_share.detach().float(),
-                                   recorded.extra_tokens)
+        area_share, join = area_share.detach().float(), recorded.extra_from
+        labels = recorded.embed(pixel_weights)
+        if not join:
+            labels = with_extra_tokens(labels, area_share,
+                                       recorded.extra_tokens)
         history = [labels] if keep_history else []
         head = labels if head_after is None else None
         for i, slot in enumerate(slots):
@@ -150,6 +152,9 @@ def align(recorded: Recorded,
             labels = _steps(before, labels, options, moves)
             if head_after == (i - 1, True):
                 head = labels
+            if join and i == join:  # (T2T-ViT's class token)
+                labels = with_extra_tokens(labels, area_share,
+                                           recorded.extra_tokens)
             if i == num_blocks:
                 break
             if moves:

@@ -115,6 +115,11 @@ class Recorded(NamedTuple):
             patch token labels (the patch embedding's rule).
         extra_tokens (int): tokens before the patch tokens (class,
             distillation, registers); they start at ``area_share``.
+        extra_from (int): the block the extra tokens join the sequence
+            before (after that slot's token steps): ``0``, from the patch
+            embedding on (ViT); T2T-ViT prepends its class token after its
+            T2T blocks. They start at ``area_share`` whenever they join:
+            they hold no pixel, and no block moved labels into them.
         head_after (tuple, optional): ``(j, through_step)``: the head reads
             the tokens after block ``j`` (and the token step after it, if
             ``through_step``); ``None``: after the last.
@@ -128,3 +133,4 @@ class Recorded(NamedTuple):
     extra_tokens: int = 0
     head_after: Optional[Tuple[int, bool]] = None
     readout: Tuple[int, Optional[int]] = (0, None)
+    extra_from: int = 0

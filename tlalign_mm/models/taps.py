@@ -36,6 +36,15 @@ def qkv_output(slot, attn, module, args, qkv):
             slot.bias = diagonal_mask(N, torch.float32, qkv.device)
 
 
+def qkv_scaled_output(slot, arg, module, args, qkv):
+    """``qkv`` of an mmpretrain ``MultiheadAttention`` that attends at a
+    scale of its own, not SDPA's default: ``arg`` is ``(attention, scale)``,
+    the scale found when the description was made (T2T-ViT's)."""
+    attn, scale = arg
+    qkv_output(slot, attn, module, args, qkv)
+    slot.scale = scale
+
+
 def q_norm_output(slot, attn, module, args, q):
     """timm ``Attention.q_norm``: the queries both of its paths use."""
     slot.q, slot.scale = q.detach(), attn.scale
@@ -138,6 +147,7 @@ def branch_keep(slot, arg, module, args, output):
 #: kind: (function, hook, the slot part it records)
 TAPS = {
     'qkv': (qkv_output, 'forward', 'attention'),
+    'qkv_scaled': (qkv_scaled_output, 'forward', 'attention'),
     'q_norm': (q_norm_output, 'forward', 'attention'),
     'k_norm': (k_norm_output, 'forward', 'attention'),
     'softmax': (softmax_output, 'forward', 'attention'),
@@ -211,7 +221,7 @@ class Recording:
             slots, self.slots = self.slots, None
         d = self.description
         return feats, Recorded(slots, self._embed, d.extra_tokens,
-                               d.head_after, d.readout)
+                               d.head_after, d.readout, d.extra_from)
 
     def remove(self) -> None:
         for handle in self._handles:

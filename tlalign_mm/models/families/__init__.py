@@ -51,7 +51,9 @@ class Description(NamedTuple):
     :class:`~tlalign_mm.core.Recorded`'s; ``token_size``: ``(h, w)``, the
     pixels a side of the tokens the first block attends over (what
     ``TLTokenCutMix`` cuts, TransMix's token mask and the presence analysis
-    use; ``None``: not stated, and those refuse the backbone)."""
+    use; ``None``: not stated, and those refuse the backbone);
+    ``extra_from``: the block the extra tokens join before (``0``: from
+    the embedding on), :class:`~tlalign_mm.core.Recorded`'s."""
     blocks: List[nn.Module]
     taps: List[Tap]
     embed: nn.Module
@@ -59,6 +61,7 @@ class Description(NamedTuple):
     head_after: Optional[Tuple[int, bool]] = None
     readout: Tuple[int, Optional[int]] = (0, None)
     token_size: Optional[Tuple[int, int]] = None
+    extra_from: int = 0
 
 
 #: What a user can do about a backbone TL-Align does not describe.
@@ -343,6 +346,13 @@ REFUSALS = {
         'mmpretrain.models.backbones.van.VAN': attention_free(
             "its large-kernel 'attention' is a convolution that gates "
             'channels'),
+        'mmpretrain.models.backbones.conformer.Conformer': refused(
+            'TL-Align does not support {type}: its CNN and transformer '
+            'streams exchange features in every block (FCUDown, FCUUp) and '
+            'its head classifies from both (a loss on each), where the '
+            'label rule follows one token sequence to one readout. Train it '
+            'with ImageClassifier, or TL-Align a one-stream transformer '
+            '(DeiT, Swin).'),
 }
 for _path, _refusal in REFUSALS.items():
     FAMILIES.register_module(_path, module=_refusal)
@@ -419,3 +429,6 @@ def embed_stride(embed: nn.Module) -> Optional[Tuple[int, int]]:
 # Each further family is a module of this package (a description, about 40
 # lines) and registers when imported here, one line per family:
 # from . import <family>  # noqa: E402,F401
+from . import eva02  # noqa: E402,F401,I001
+from . import hivit  # noqa: E402,F401,I001
+from . import t2t_vit  # noqa: E402,F401,I001
