@@ -144,9 +144,9 @@ BOUNDARY = {
                       rf'describes its attention \({__name__}.MyAttention\). '
                       r'Add a family \(docs/design.md'),
     # the attention of a family, not built as it reads it: no crash
-    'DaViT': (dict(type='DaViT', arch='t'), '{} holds the attention of the '
-              'Swin family but is not built as that family reads it .*no '
-              'family describes {}. Add a family'),
+    'MobileViT': (dict(type='MobileViT', arch='xx_small'), '{} holds the '
+                  'attention of the ViT family but is not built as that '
+                  'family reads it .*no family describes {}. Add a family'),
     'T2T_ViT': (dict(type='T2T_ViT', img_size=64), '{} holds the attention '
                 'of the ViT family .*no `layers`.*Add a family'),
 }

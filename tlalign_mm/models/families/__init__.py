@@ -419,3 +419,6 @@ def embed_stride(embed: nn.Module) -> Optional[Tuple[int, int]]:
 # Each further family is a module of this package (a description, about 40
 # lines) and registers when imported here, one line per family:
 # from . import <family>  # noqa: E402,F401
+from . import davit  # noqa: E402,F401,I001
+from . import tinyvit  # noqa: E402,F401
+from . import twins  # noqa: E402,F401
