@@ -12,7 +12,9 @@ import pytest
 import timm
 import torch
 from mmpretrain.models.backbones.hivit import Attention as HiViTAttention
+from mmpretrain.models.backbones.twins import LocallyGroupedSelfAttention
 from mmpretrain.models.backbones.vit_eva02 import AttentionWithRoPE
+from mmpretrain.models.utils import LeAttention
 
 from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
@@ -58,6 +60,12 @@ class Case(NamedTuple):
 def case(cfg, S=2, size=(32, 32), box=None, facts=Facts(), **options):
     return Case(cfg, S, size, box, options, facts)
 
+
+TWINS = Facts(attentions=(LocallyGroupedSelfAttention, ),
+              layout=dense.twins_layout)
+DAVIT = Facts(layout=dense.davit_layout)
+TINYVIT = Facts(attentions=(LeAttention, ), layout=dense.tinyvit_layout,
+                keeps_before_attention=True)
 
 # name: Case. Each row is a label path: extra tokens, padding, shift on/off,
 # merges (before/after a stage's blocks), spatial reduction, SPT views, LSA.
@@ -159,6 +167,31 @@ CASES = {
     'timm DeiT-Tiny at 224, fused': case(dict(zoo.TIMM, img_size=224,
         patch_size=16, embed_dim=192, num_heads=3), size=(224, 224), box=(30,
         150, 45, 190)),
+    # 18x18 tokens (corner padded), keys reduced 2x2 to 9x9; then 5x5
+    'Twins PCPVT': case(zoo.TWINS_PCPVT, S=3, size=(70, 70),
+                        facts=TWINS),
+    'Twins PCPVT box, not a multiple of the patch': case(zoo.TWINS_PCPVT,
+        size=(62, 62), box=(3, 21, 5, 30), facts=TWINS),
+    # LSA windows of 4 over 18x18 (both sides padded, masked), then 9x9
+    'Twins SVT': case(zoo.TWINS_SVT, S=3, size=(70, 70), facts=TWINS),
+    # 16x18, then 8x9: one side padded, which mmpretrain's mask leaves
+    # unmasked: padded keys are attended
+    'Twins SVT one side padded, last block only': case(zoo.TWINS_SVT,
+        size=(64, 72), facts=TWINS, align_layers='last'),
+    # 14x14 tokens in windows of 4 (padded, attended), then 7x7
+    'DaViT': case(zoo.DAVIT, S=3, size=(56, 56), facts=DAVIT),
+    'DaViT box, unpadded': case(zoo.DAVIT, size=(64, 64), box=BOX,
+                                facts=DAVIT),
+    # 16x16 MBConv tokens, merged to 8x8 in windows of 3 (padded,
+    # attended), then 4x4 in one window of 4 (the block's unpartitioned
+    # path)
+    # (a random mix of 3x3-pixel cells is smoothed away by the stem and
+    # merges: a box)
+    'TinyViT': case(zoo.TINYVIT, size=(64, 64), box=(5, 37, 11, 50),
+                    facts=TINYVIT),
+    'TinyViT box, blocks 1 and 2 (not the MBConv slot), no residual '
+    'average': case(zoo.TINYVIT, size=(64, 64), box=BOX, facts=TINYVIT,
+                    align_layers=[1, 2], residual_norm=False),
     'timm ResPostBlock, explicit': case(dict(zoo.TIMM,
         block_fn=timm.models.vision_transformer.ResPostBlock, fused=False),
         S=3),

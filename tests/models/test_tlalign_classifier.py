@@ -423,6 +423,55 @@ def test_the_one_line_on_a_new_familys_own_config_trains(recipe, tmp_path):
     assert (aligned - area).abs().max() > 1e-3
     assert any(not torch.equal(p, q) for p, q in zip(model.parameters(),
                                                       before))
+# recipe: the one line, with a tiny arch of the recipe's backbone (4 stages,
+# as the recipe's per-stage settings have), for 64 px inputs. By hand, at
+# the recipes' own arch and 224 px: docs/design.md's table of backbones.
+TINY = "dict(type='TLAlignClassifier', backbone=dict(arch=dict(" \
+    '_delete_=True, {}){}), head=dict(in_channels={}){})'
+TWINS_TINY = ("embed_dims=[8, 8, 16, 16], depths=[1, 1, 1, 1], num_heads=[1, "
+              "1, 2, 2], patch_sizes=[4, 2, 2, 2], strides=[4, 2, 2, 2], "
+              "mlp_ratios=[2, 2, 2, 2], sr_ratios=[8, 4, 2, 1]")
+FAMILY_RECIPES = {
+    'twins/twins-pcpvt-small_8xb128_in1k.py': TINY.format(TWINS_TINY, '',
+                                                          16, ''),
+    'twins/twins-svt-small_8xb128_in1k.py': TINY.format(
+        TWINS_TINY + ', window_sizes=[4, 4, 4, 4]', '', 16, ''),
+    'davit/davit-tiny_4xb256_in1k.py': TINY.format(
+        'embed_dims=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2]',
+        ', window_size=2', 64, ''),
+    # (its recipe has no batch augment: refused without one, below)
+    'tinyvit/tinyvit-5m_8xb256_in1k.py': TINY.format(
+        "channels=[8, 8, 16, 16], num_heads=[1, 1, 2, 2], depths=[1, 1, 1, "
+        "1]", ', img_size=(64, 64), window_size=[2, 2, 2, 2]', 16,
+        ", train_cfg=dict(augments=[dict(type='CutMix', alpha=1.0)])"),
+}
+
+
+@pytest.mark.parametrize('recipe', list(FAMILY_RECIPES))
+def test_a_family_trains_one_step_on_mmpretrain_s_own_recipe(recipe,
+                                                            tmp_path):
+    """Built as the Runner builds it, one CutMix loss step: the loss's
+    target is TL-Align's, away from the area target, and the gradients
+    are finite."""
+    model = build_as_runner(tmp_path, recipe, FAMILY_RECIPES[recipe])
+    model.train()
+    for seed in range(10):  # (a recipe's Mixup or CutMix: CutMix's)
+        batch = mixed_batch(model, seed=seed, side=64)
+        if batch['mix'].mode == 'cutmix':
+            break
+    area = torch.stack([s.gt_score for s in batch['data_samples']])
+    given = head_samples(model)
+    losses = model(**batch, mode='loss')
+    losses['loss'].backward()
+    target = torch.stack([s.gt_score for s in given])
+    assert (target - area).abs().max() > 1e-3
+    assert all(p.grad.isfinite().all() for p in model.parameters()
+               if p.grad is not None)
+
+
+def test_tinyvit_s_recipe_has_no_batch_augment(tmp_path):
+    with pytest.raises(ValueError, match='this recipe mixes none'):
+        build_as_runner(tmp_path, 'tinyvit/tinyvit-5m_8xb256_in1k.py')
 
 
 # ------------------- the wrapper spelling: TLAlignBackbone, unwrapped

@@ -60,8 +60,10 @@ def softmax_output(slot, arg, module, args, probs):
 
 
 def attn_drop_input(slot, arg, module, args):
-    """The softmax an attention dropout is given (BEiT)."""
-    slot.probs = args[0].detach()
+    """The softmax an attention dropout is given (BEiT; Twins' locally
+    grouped attention: ``(B, windows, H, N, N)``, its leading axes flattened
+    in the order of the :class:`Windows` key map)."""
+    slot.probs = args[0].detach().flatten(0, -4)
 
 
 def mha_weights(slot, arg, mha, args, kwargs, output):
@@ -86,6 +88,34 @@ def mha_weights(slot, arg, mha, args, kwargs, output):
         setattr(slot, name[0], y.unflatten(-1, (H, -1)).permute(1, 2, 0, 3))
 
 
+def q_linear(slot, attn, module, args, q):
+    """A Linear whose output is the queries, ``(B, N, heads * d)`` (Twins'
+    ``GlobalSubsampledAttention.q``; ``attn`` gives ``num_heads``), at
+    SDPA's default scale."""
+    slot.q = q.detach().unflatten(-1, (attn.num_heads, -1)).transpose(1, 2)
+
+
+def kv_linear(slot, attn, module, args, kv):
+    """A Linear whose output is keys then values, ``(B, M, 2 * heads * d)``
+    (Twins' ``GlobalSubsampledAttention.kv``): the keys."""
+    slot.k = kv.detach().unflatten(-1, (2, attn.num_heads, -1))[:, :, 0] \
+        .transpose(1, 2)
+
+
+def split_qkv_bias(slot, attn, module, args, qkv):
+    """mmpretrain ``LeAttention.qkv`` (TinyViT): per head ``[key_dim,
+    key_dim, d]`` of q, k, v; its ``scale``, and the attention bias it adds
+    (``attention_biases`` at its index in training, the cached ``ab`` in
+    eval, as its forward does)."""
+    B, N = qkv.shape[:2]
+    q, k, _ = qkv.detach().view(B, N, attn.num_heads, -1).split(
+        [attn.key_dim, attn.key_dim, attn.d], dim=3)
+    slot.q, slot.k, slot.scale = q.transpose(1, 2), k.transpose(1, 2), \
+        attn.scale
+    slot.bias = attn.attention_biases.detach()[
+        :, attn.attention_bias_idxs] if attn.training else attn.ab
+
+
 def _hw(args, kwargs) -> Tuple[int, int]:
     hw = args[1] if len(args) > 1 else kwargs['hw_shape']
     return int(hw[0]), int(hw[1])
@@ -100,6 +130,20 @@ def window_geometry(slot, arg, msa, args, kwargs, output):
         msa.shift_size
     slot.key_map = Windows((H, W), ws, shift,
                            ((ws - H % ws) % ws, (ws - W % ws) % ws))
+
+
+def local_windows(slot, arg, attn, args, kwargs, output):
+    """Twins' ``LocallyGroupedSelfAttention`` call: unshifted windows of its
+    ``window_size`` over its ``hw_shape``, padded bottom/right."""
+    (H, W), ws = _hw(args, kwargs), attn.window_size
+    slot.key_map = Windows((H, W), ws, 0,
+                           ((ws - H % ws) % ws, (ws - W % ws) % ws))
+
+
+def fixed_key_map(slot, key_map, module, args, output):
+    """A key map fixed when the backbone was built (TinyViT's windows over
+    its one resolution), recorded when ``module`` runs."""
+    slot.key_map = key_map
 
 
 def spatial_reduction(slot, arg, sra, args, kwargs, output):
@@ -159,6 +203,11 @@ TAPS = {
     'step': (token_step, 'pre_kw', 'step'),
     'branch': (residual_branch, 'pre_kw', 'step'),
     'branch_keep': (branch_keep, 'forward', None),
+    'q_linear': (q_linear, 'forward', 'attention'),
+    'kv_linear': (kv_linear, 'forward', 'attention'),
+    'split_qkv_bias': (split_qkv_bias, 'forward', 'attention'),
+    'local_windows': (local_windows, 'forward_kw', 'key_map'),
+    'fixed_key_map': (fixed_key_map, 'forward', 'key_map'),
 }
 
 

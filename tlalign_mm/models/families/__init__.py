@@ -429,6 +429,9 @@ def embed_stride(embed: nn.Module) -> Optional[Tuple[int, int]]:
 # Each further family is a module of this package (a description, about 40
 # lines) and registers when imported here, one line per family:
 # from . import <family>  # noqa: E402,F401
+from . import davit  # noqa: E402,F401,I001
 from . import eva02  # noqa: E402,F401,I001
 from . import hivit  # noqa: E402,F401,I001
 from . import t2t_vit  # noqa: E402,F401,I001
+from . import tinyvit  # noqa: E402,F401,I001
+from . import twins  # noqa: E402,F401,I001
