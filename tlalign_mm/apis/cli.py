@@ -35,6 +35,21 @@ class ConfigError(ValueError):
     line, plus at most a few lines of fix, and exit with status 1."""
 
 
+#: what building a config's model or hooks raises for a config it refuses
+#: (an unknown type: KeyError; a bad argument or option: TypeError,
+#: ValueError; an unsupported case: NotImplementedError; mmpretrain's
+#: ``assert arch in arch_zoo``: AssertionError)
+REFUSALS = (KeyError, TypeError, ValueError, NotImplementedError,
+            AssertionError)
+
+
+def refusal(error: BaseException) -> str:
+    """A refusal's text (a KeyError's without the quotes repr adds)."""
+    if isinstance(error, KeyError) and len(error.args) == 1:
+        return str(error.args[0])
+    return str(error) or type(error).__name__
+
+
 class CfgOptions(argparse.Action):
     """mmengine's ``DictAction`` (``--cfg-options key=value ...``),
     imported when the option is given, not when ``--help`` is asked."""

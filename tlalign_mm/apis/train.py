@@ -44,18 +44,13 @@ from tlalign_mm.engine.schedules import check_schedule
 
 from .cli import (  # noqa: F401  (the command line is tools/train.py's)
     LAUNCHERS,
+    REFUSALS,
     ConfigError,
     parse_train_args,
+    refusal,
     resume_command,
     train_parser,
 )
-
-#: what building a config's model or hooks raises for a config it refuses
-#: (an unknown type: KeyError; a bad argument or option: TypeError,
-#: ValueError; an unsupported case: NotImplementedError; mmpretrain's
-#: ``assert arch in arch_zoo``: AssertionError)
-REFUSALS = (KeyError, TypeError, ValueError, NotImplementedError,
-            AssertionError)
 
 
 def default_work_dir(cfg: Config, args) -> None:
@@ -147,13 +142,6 @@ def merge_train_args(cfg: Config, args) -> Config:
     return cfg
 
 
-def _message(error: BaseException) -> str:
-    """An exception's text (a KeyError's without the quotes repr adds)."""
-    if isinstance(error, KeyError) and len(error.args) == 1:
-        return str(error.args[0])
-    return str(error) or type(error).__name__
-
-
 @contextmanager
 def _quiet():
     """Building for a check logs nothing: the Runner builds it again and
@@ -188,7 +176,7 @@ def check_model(cfg: Config) -> None:
         try:
             registry.build(cfg.model)
         except REFUSALS as error:
-            raise ConfigError(f'model: {_message(error)}') from error
+            raise ConfigError(f'model: {refusal(error)}') from error
 
 
 def check_hooks(cfg: Config) -> None:
@@ -205,7 +193,7 @@ def check_hooks(cfg: Config) -> None:
             except REFUSALS as error:
                 raise ConfigError(
                     f'custom_hooks[{i}] ({hook.get("type")}): '
-                    f'{_message(error)}') from error
+                    f'{refusal(error)}') from error
 
 
 def check_amp(cfg: Config) -> None:
