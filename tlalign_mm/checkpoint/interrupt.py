@@ -43,8 +43,12 @@ def pending() -> Optional[int]:
     return _pending
 
 
-def _record(signum: int, frame, previous: dict) -> None:
+def _record(signum: int, frame, previous: dict, owner: int) -> None:
     global _pending
+    if os.getpid() != owner:
+        # a forked DataLoader worker (Ctrl-C reaches the whole process
+        # group): it goes on serving batches until the run ends
+        return
     _pending = signum
     for sig, handler in previous.items():  # the next one acts at once
         signal.signal(sig, handler)
@@ -70,8 +74,9 @@ def saving_on_signals(enabled: bool = True):
     previous = {sig: signal.getsignal(sig) or signal.SIG_DFL
                 for sig in SIGNALS
                 if signal.getsignal(sig) is not signal.SIG_IGN}
+    owner = os.getpid()
     for sig in previous:
-        signal.signal(sig, lambda s, f: _record(s, f, previous))
+        signal.signal(sig, lambda s, f: _record(s, f, previous, owner))
     try:
         yield
     finally:
