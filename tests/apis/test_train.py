@@ -102,6 +102,8 @@ def nothing_built(monkeypatch):
      "^strict_load must be True or False, got 'maybe'"),
     (['--auto-scale-lr'], '^`--auto-scale-lr` needs `auto_scale_lr'),
     (['RESNET'], '^model: TL-Align .*ResNet'),  # issue 43 rewords it
+    (['RESNET', 'no _delete_'], 'resnet.py: neck=.* You may set '
+     '`_delete_=True`'),  # mmengine's merge of the config file
 ])
 def test_a_config_mistake_is_refused_before_anything_is_built(
         argv, message, nothing_built, tmp_path):
@@ -109,9 +111,12 @@ def test_a_config_mistake_is_refused_before_anything_is_built(
     config) and left a work dir behind (issue 41); now a ConfigError (one
     ``error:`` line in the tools) and no work dir."""
     config = DEMO
-    if argv == ['RESNET']:
+    if argv[:1] == ['RESNET']:
+        text = RESNET.format(root=ROOT)
+        if argv[1:]:
+            text = text.replace('neck=dict(_delete_=True, ', 'neck=dict(')
         config, argv = str(tmp_path / 'resnet.py'), []
-        (tmp_path / 'resnet.py').write_text(RESNET.format(root=ROOT))
+        (tmp_path / 'resnet.py').write_text(text)
     work_dir = tmp_path / 'work'
     with pytest.raises(ConfigError, match=message):
         train.build_train_runner(train.parse_train_args(

@@ -79,12 +79,15 @@ def loader_defaults(cfg: Config, field: str, pin_memory: bool = True
 
 
 def load_config(path: str, **kwargs) -> Config:
-    """``Config.fromfile``; a config that does not parse is a
-    :class:`ConfigError` (mmengine names the file and the line)."""
+    """``Config.fromfile``; a config that does not parse, whose ``_base_``
+    does not merge (a dict over a None without ``_delete_``) or whose
+    ``custom_imports`` fail is a :class:`ConfigError` (a missing file stays
+    a ``FileNotFoundError``)."""
     try:
         return Config.fromfile(path, **kwargs)
-    except (SyntaxError, ImportError) as error:
-        raise ConfigError(str(error).strip()) from error
+    except (SyntaxError, ImportError, TypeError, KeyError, ValueError,
+            AssertionError) as error:
+        raise ConfigError(f'{path}: {refusal(error).strip()}') from error
 
 
 def merge_train_args(cfg: Config, args) -> Config:
