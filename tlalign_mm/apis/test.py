@@ -5,6 +5,7 @@ mmpretrain 1.2.0's ``tools/test.py``; the library-specific parts
 (``--out``, ``--show-dir``, ``--tta`` defaults) follow mmseg's and mmdet's
 own test scripts. The order is :mod:`tlalign_mm.apis.train`'s; the
 command line is :mod:`.cli`'s."""
+import os.path as osp
 from copy import deepcopy
 
 import mmengine
@@ -137,7 +138,12 @@ def check_test_config(cfg: Config) -> None:
 def build_test_runner(args) -> Runner:
     """The runner ``tools/test.py`` tests with (checkpoints through
     :func:`tlalign_mm.checkpoint.load`, loaded strictly), the
-    predictions dumped to ``--out`` where asked."""
+    predictions dumped to ``--out`` where asked. A checkpoint file that
+    does not exist is named before anything is built (it was found when
+    the Runner, its work dir and the dataset were built)."""
+    if '://' not in args.checkpoint and not osp.isfile(args.checkpoint):
+        raise FileNotFoundError(f'{args.checkpoint}: no such checkpoint '
+                                'file')
     install()
     cfg = merge_test_args(load_config(args.config), args)
     check_test_config(cfg)
