@@ -172,3 +172,14 @@ def test_resume_in_a_work_dir_without_checkpoints_says_it_starts_afresh(
     train.resolve_resume(cfg)
     assert (cfg.resume, cfg.load_from) == (True, str(tmp_path /
                                                       'epoch_1.pth'))
+
+
+def test_the_check_leaves_the_config_as_it_was():
+    """A build may change its config (mmpretrain's RandomBatchAugment
+    appends the no-mix share to ``probs``): the Runner would build the
+    model again from [0.25, 0.25, 0.5] and refuse it."""
+    cfg = load('configs/sl_vit/sl-swin_1xb128-cutmix_tiny-imagenet.py')
+    before = cfg.to_dict()
+    train.check_model(cfg)
+    train.check_hooks(cfg)
+    assert cfg.to_dict() == before

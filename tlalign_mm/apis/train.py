@@ -16,6 +16,7 @@ the tool runs them, and :func:`run_train` trains (Ctrl-C saves);
 :mod:`tlalign_mm.testing.smoke` and the main job
 (:mod:`tlalign_mm.apis.demo`) call the steps themselves.
 """
+import copy
 import logging
 import os.path as osp
 import warnings
@@ -170,14 +171,16 @@ def check_model(cfg: Config) -> None:
     the CPU (Swin and PVT call ``.item()`` while they build: 1-2 s)."""
     scope = cfg.get('default_scope', None)
     with _quiet(), MODELS.switch_scope_and_registry(scope) as registry:
+        # copies: a build may change its config (mmpretrain's
+        # RandomBatchAugment appends the no-mix share to `probs`)
         try:
             with torch.device('meta'):
-                registry.build(cfg.model)
+                registry.build(copy.deepcopy(cfg.model))
             return
         except Exception:  # a refusal, or what the meta device cannot do
             pass
         try:
-            registry.build(cfg.model)
+            registry.build(copy.deepcopy(cfg.model))
         except REFUSALS as error:
             raise ConfigError(f'model: {refusal(error)}') from error
 
@@ -192,7 +195,7 @@ def check_hooks(cfg: Config) -> None:
             continue
         with _quiet(), HOOKS.switch_scope_and_registry(scope) as registry:
             try:
-                registry.build(dict(hook))
+                registry.build(copy.deepcopy(hook))
             except REFUSALS as error:
                 raise ConfigError(
                     f'custom_hooks[{i}] ({hook.get("type")}): '
