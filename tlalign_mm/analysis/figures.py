@@ -1,4 +1,5 @@
 """The analysis tools' plots (matplotlib, headless Agg backend)."""
+import re
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -12,23 +13,47 @@ def _pyplot():
 
 
 def _save(fig, path: str, dpi: int = 100) -> str:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # constrained layout lays out itself
+        fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     _pyplot().close(fig)
     return path
 
 
+def wrap(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width`` characters where it can break:
+    between words, and inside a longer word after ``_`` or ``-`` (config
+    names have no spaces)."""
+    pieces = []  # (piece, whether a space precedes it)
+    for word in text.split():
+        parts = re.findall(r'[^_-]+[_-]*|[_-]+', word) if len(word) > width \
+            else [word]
+        pieces += [(p, i == 0) for i, p in enumerate(parts)]
+    lines = []
+    for piece, spaced in pieces:
+        joined = (lines[-1] + ' ' * spaced + piece) if lines else piece
+        if lines and len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(piece)
+    return '\n'.join(lines)
+
+
 def rmse_bars(names: Sequence[str], rmse: Sequence[float], path: str,
               title: str = 'RMSE: CutMix label vs TL-Align label') -> str:
-    """One bar per model (the paper's Fig. 3)."""
+    """One bar per model (the paper's Fig. 3); the names (config and
+    checkpoint) wrapped under their bars and the title to the figure's
+    width, room above the bars for their values."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(3.5, 1.2 * len(names) + 1.5), 3.2))
+    width = max(4.0, 1.7 * len(names) + 1.2)
+    fig, ax = plt.subplots(figsize=(width, 3.6), layout='constrained')
     bars = ax.bar(range(len(names)), rmse, color='#4c72b0')
     ax.bar_label(bars, fmt='%.4f', fontsize=8)
-    ax.set_xticks(range(len(names)), names, rotation=20, ha='right',
+    ax.margins(y=0.15)
+    ax.set_xticks(range(len(names)), [wrap(n, 20) for n in names],
                   fontsize=8)
     ax.set_ylabel('RMSE of the mixing ratio')
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap(title, int(width * 9)), fontsize=10)
     return _save(fig, path)
 
 
@@ -53,25 +78,28 @@ def presence_distribution(values: List[np.ndarray], path: str,
 def mixing_ratio_lines(series: Dict[str, np.ndarray], path: str,
                        spread: Optional[np.ndarray] = None) -> str:
     """The mean source-0 ratio per block of each series (``similarity``,
-    ``tlalign``, ``cutmix``, ``transmix``) in one line plot."""
+    ``tlalign``, ``cutmix``, ``transmix``) in one line plot; ``spread``
+    (the similarity ratio's std over images) as a band; every line and the
+    band in the legend, beside the plot."""
     plt = _pyplot()
-    styles = dict(similarity=('k', 'o-', 'feature similarity'),
+    styles = dict(similarity=('k', 'o-', 'feature similarity (mean)'),
                   tlalign=('tab:red', 's-', 'TL-Align label'),
                   cutmix=('tab:blue', '--', 'CutMix (area)'),
                   transmix=('tab:green', '-.', 'TransMix'))
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = plt.subplots(figsize=(6.8, 3.2), layout='constrained')
     for name, values in series.items():
         colour, style, label = styles[name]
         x = np.arange(1, len(values) + 1)
         ax.plot(x, values, style, color=colour, label=label, ms=4)
         if name == 'similarity' and spread is not None:
             ax.fill_between(x, values - spread, values + spread,
-                            color=colour, alpha=0.1)
+                            color=colour, alpha=0.1,
+                            label='feature similarity ± 1 std\nover images')
     ax.set_xticks(np.arange(1, len(next(iter(series.values()))) + 1))
     ax.set_xlabel('block')
     ax.set_ylabel('share of image 1')
     ax.set_title('Mixing ratio of the classified token', fontsize=10)
-    ax.legend(fontsize=8)
+    fig.legend(fontsize=8, loc='outside right upper')
     return _save(fig, path)
 
 
