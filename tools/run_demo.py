@@ -12,7 +12,8 @@ WORK_DIR/summary.{md,json,png}: each target's mean +- std; the paired
 difference TL-Align - CutMix with its 95% confidence interval (paired t),
 the paired t and Wilcoxon p-values and the seeds TL-Align won, lost and
 tied; the label shift (how far TL-Align moves the CutMix target: the trained
-checkpoints on held-out CutMix pairs); the learning curves; and beside them
+checkpoints on the held-out images mixed by CutMix in batches of 8, 45
+boxes); the learning curves; and beside them
 the recorded full evidence (configs/demo/main_job_recorded.json). A handful
 of seeds gives a wide interval; the recorded twenty per cell are the
 evidence, and --full runs them again (about half an hour on two idle

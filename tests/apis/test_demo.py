@@ -104,10 +104,46 @@ def test_the_recorded_evidence_gives_the_documented_numbers():
         assert entry['label_shift']['TL-Align']['n'] == 20
 
 
+def test_the_label_shift_rests_on_many_boxes(monkeypatch):
+    """mmpretrain's CutMix draws one lambda and one box per batch: the
+    job's label shift mixes the 360 held-out images in batches of 8, so it
+    rests on tens of boxes (on 3 in the configs' test batches of 128), and
+    every checkpoint sees the same mixes."""
+    import importlib
+
+    import torch
+
+    # the module (the package's ``label_rmse`` is its function)
+    module = importlib.import_module('tlalign_mm.analysis.label_rmse')
+    seen = []
+    real = module.label_rmse
+
+    def spy(model, batches):  # the lambdas of the batches it is given
+        def each():
+            for batch in batches:
+                seen.append(batch.record.area_share[:, 0].clone())
+                yield batch
+        return real(model, each())
+
+    monkeypatch.setattr(module, 'label_rmse', spy)
+    config = demo.config_path('ViT', 'CutMix')
+    first = demo.label_shift(config, None)  # the seeded initial weights
+    lambdas = torch.cat(seen)
+    assert len(lambdas) == first['num_images'] == 360
+    # 45 draws on the 16-px digits: 32 distinct lambdas (areas repeat),
+    # 43 distinct boxes (two boxes repeat, one is empty)
+    assert len(set(lambdas.tolist())) >= 25
+    assert 40 <= first['boxes'] <= 45  # at most one per batch
+    seen.clear()
+    again = demo.label_shift(config, None)
+    assert again == first and torch.equal(torch.cat(seen), lambdas)
+
+
 def test_recorded_rows_put_the_job_beside_the_recorded_evidence():
     recorded = demo.read_recorded()
     records = [dict(model='SL-ViT', target=t, seed=0, top1=top1,
-                    label_shift=dict(mean_abs=0.01), val_epochs=[30],
+                    label_shift=dict(mean_abs=0.01, num_images=360,
+                                     boxes=43), val_epochs=[30], train_s=30.0,
                     val_top1=[top1])
                for t, top1 in (('CutMix', 95.0), ('TL-Align', 94.0))]
     summary = demo.summarize(records, ['SL-ViT'], list(demo.TARGETS))
@@ -121,6 +157,15 @@ def test_recorded_rows_put_the_job_beside_the_recorded_evidence():
     assert rows[1]['entry']['label_shift']['TL-Align']['n'] == 0
     table = demo.comparison_table(rows, list(demo.TARGETS))
     assert 'not kept per seed' in table and '-0.25 [-0.61, +0.11]' in table
+    # each label shift says how many boxes it rests on: the recorded one
+    # was measured over 3 (a run from before the count: one per 128)
+    assert '0.0100 (43 boxes)' in table and '0.0083 ± 0.0019 (3 boxes)' \
+        in table
+    assert demo.shift_boxes(dict(label_shift=dict(
+        mean_abs=0.01, num_images=360))) == 3
+    md = demo.markdown(summary, records, list(demo.TARGETS),
+                       dict(epochs=30, seeds=[0]), rows)
+    assert 'Compare label shifts only over as many boxes' in md
 
 
 def job_records(n_seeds=3, model='ViT', **changes):
@@ -128,7 +173,7 @@ def job_records(n_seeds=3, model='ViT', **changes):
                           range(n_seeds), '/w', 4, ['x.y=1'], 'abc')
     return [dict(j._asdict(), top1=90.0 + j.seed + (
         j.target != 'CutMix') * (1 + j.seed / 2),
-                 label_shift=dict(mean_abs=0.02), train_s=30.0,
+                 label_shift=dict(mean_abs=0.02, boxes=45), train_s=30.0,
                  val_epochs=[2, 4], val_top1=[50.0, 90.0], threads=1,
                  torch='2.x', **changes) for j in jobs]
 
@@ -153,6 +198,7 @@ def test_recorded_round_trip(tmp_path):
     summary = demo.summarize(records, ['SL-ViT'], list(demo.TARGETS))
     assert again['paired'] == summary['SL-ViT']['paired']
     assert again['label_shift'] == summary['SL-ViT']['label_shift']
+    assert again['label_shift']['TL-Align']['boxes'] == 45
 
 
 def test_one_pass_is_accepted_and_rows_may_differ():

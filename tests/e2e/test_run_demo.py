@@ -61,6 +61,7 @@ def test_summary_files_and_picture(job, run_demo_main, capsys):
         assert r['val_epochs'] == [2] and 0 <= r['top1'] <= 100
         assert 0 <= r['label_shift']['mean_abs'] <= 1
         assert r['label_shift']['num_images'] == 64
+        assert r['label_shift']['boxes'] > 1  # 8 batches of 8, a box each
         assert r['wall_s'] > 0
         # what it ran with, for --summarize to compare
         assert r['epochs'] == 2 and r['code'] == demo.code_version()
