@@ -11,18 +11,21 @@ the full evidence would. At the end it prints, and writes to
 WORK_DIR/summary.{md,json,png}: each target's mean +- std; the paired
 difference TL-Align - CutMix with its 95% confidence interval (paired t),
 the paired t and Wilcoxon p-values and the seeds TL-Align won, lost and
-tied; the label shift (how far TL-Align moves the CutMix target: the trained
-checkpoints on held-out CutMix pairs); the learning curves; and beside them
-the recorded full evidence (configs/demo/main_job_recorded.json). A handful
+tied; the label shift (how far TL-Align moves the CutMix target: the
+trained checkpoints on the held-out images mixed by CutMix in batches of
+8, 45 boxes); the learning curves; and beside them the recorded full
+evidence (configs/demo/main_job_recorded.json). A handful
 of seeds gives a wide interval; the recorded twenty per cell are the
 evidence, and --full runs them again (about half an hour on two idle
 cores).
 
-Each run is `tools/train.py CONFIG --work-dir DIR --cfg-options
-randomness.seed=SEED ...`, executed in a fresh process forked from this one
-(--jobs at a time, one thread each, so every run is deterministic and
-repeatable on this machine), after the libraries were imported once; its
-run.json records the settings it ran with and the command that repeats it.
+Each model runs its configs' recipe (30 epochs for the digits, 60 for
+ViT-c24; --epochs N runs N instead). Each run is `tools/train.py CONFIG
+--work-dir DIR --cfg-options randomness.seed=SEED ...`, executed in a
+fresh process forked from this one (--jobs at a time, one thread each, so
+every run is deterministic and repeatable on this machine), after the
+libraries were imported once; its run.json records the settings it ran
+with and the command that repeats it.
 A mistake in these options, or in a config they make, is one `error:` line
 before any run starts (--debug: the traceback).
 
@@ -115,9 +118,10 @@ def parse_args(argv=None):
         'cores)')
     parser.add_argument(
         '--epochs', type=int, default=None,
-        help=f'train this many epochs instead of the recipe\'s '
-        f'{SPEC["epochs"]} (at least 2; the warm-up and the cosine scale '
-        'with it; for a quick look)')
+        help='train this many epochs instead of each model\'s recipe (its '
+        'configs\' train_cfg.max_epochs: 30 for the digits, 60 on the '
+        'canvas; at least 2; the warm-up keeps its share and the cosine '
+        'takes the rest; for a quick look)')
     parser.add_argument('--cfg-options', nargs='+', default=[],
                         metavar='KEY=VALUE',
                         help='extra overrides of every run, as '
@@ -158,7 +162,7 @@ def parse_args(argv=None):
     return args
 
 
-def run_all(jobs, num_procs: int, epochs_per_run: int):
+def run_all(jobs, num_procs: int):
     """Run ``jobs`` in processes forked from this one, ``num_procs`` at a
     time, a fresh process for each (no state carries over between runs:
     ``ProcessPoolExecutor`` reuses its forked workers, and one killed
@@ -170,7 +174,7 @@ def run_all(jobs, num_procs: int, epochs_per_run: int):
     from tlalign_mm.apis import demo
     ctx = multiprocessing.get_context('fork')
     progress, sender = ctx.Pipe(duplex=False)
-    bar = ProgressLine(jobs, epochs_per_run)
+    bar = ProgressLine(jobs)
     waiting, running, records = list(jobs), {}, {}
     try:
         while waiting or running:
@@ -200,19 +204,21 @@ def run_all(jobs, num_procs: int, epochs_per_run: int):
 
 
 class ProgressLine:
-    """tqdm over the epochs of all runs (so the ETA moves within runs),
-    with the paired difference so far after it; redrawn in place on a
-    terminal, printed as a line when a run ends otherwise (a log)."""
+    """tqdm over the epochs of all runs (so the ETA moves within runs;
+    each run has its own length), with the paired difference so far after
+    it; redrawn in place on a terminal, printed as a line when a run ends
+    otherwise (a log)."""
 
-    def __init__(self, jobs, epochs_per_run: int):
+    def __init__(self, jobs):
         from tqdm import tqdm
-        self.jobs, self.epochs_per_run = jobs, epochs_per_run
+        self.jobs = jobs
+        self.length = {job.index: job.epochs for job in jobs}
         self.tty = sys.stdout.isatty()
         # a log gets plain lines: runs, epochs, elapsed, ETA, difference
         line = None if self.tty else (
             '{desc}, {n_fmt}/{total_fmt} epochs, elapsed {elapsed}, ETA '
             '{remaining}{postfix}')
-        self.bar = tqdm(total=len(jobs) * epochs_per_run, unit='epoch',
+        self.bar = tqdm(total=sum(job.epochs for job in jobs), unit='epoch',
                         desc=f'0/{len(jobs)} runs', dynamic_ncols=True,
                         bar_format=line,
                         file=sys.stdout if self.tty else io.StringIO())
@@ -220,13 +226,13 @@ class ProgressLine:
 
     def update(self, index: int, epochs: int) -> None:
         epochs = min(max(epochs, self.epochs.get(index, 0)),
-                     self.epochs_per_run)
+                     self.length[index])
         self.bar.update(epochs - self.epochs.get(index, 0))
         self.epochs[index] = epochs
 
     def finish_run(self, records, index: int) -> None:
         from tlalign_mm.apis import demo
-        self.update(index, self.epochs_per_run)
+        self.update(index, self.length[index])
         self.bar.set_description_str(f'{len(records)}/{len(self.jobs)} runs')
         self.bar.set_postfix_str(demo.paired_so_far(self.jobs, records))
         if not self.tty:
@@ -283,7 +289,9 @@ def train(args, argv, demo):
                       if any((j.model, j.target) == (m, t) for j in jobs))
     print(f'{len(jobs)} runs ({", ".join(r.name for r in rows)} x '
           f'{", ".join(targets)} x seeds {_seeds(seeds)}, '
-          f'{jobs[0].epochs} epochs each), {args.jobs} at a time: about '
+          f'{demo.epochs_text(demo.run_lengths(jobs))}'
+          f'{" each" if len(set(j.epochs for j in jobs)) == 1 else ""}), '
+          f'{args.jobs} at a time: about '
           f'{demo.duration(estimate)} on this machine (a run: {kinds}).')
     if full_jobs:
         print(f'The full evidence, {demo.FULL["seeds"]} seeds per cell '
@@ -292,9 +300,10 @@ def train(args, argv, demo):
               f' here): {full_command(args)}')
     print(f'Logs: {args.work_dir}/*.log', flush=True)
     start = time.time()
-    records = run_all(jobs, args.jobs, jobs[0].epochs)
+    records = run_all(jobs, args.jobs)
     meta = dict(command=' '.join(['tools/run_demo.py'] + (
-        argv if argv is not None else sys.argv[1:])), epochs=jobs[0].epochs,
+        argv if argv is not None else sys.argv[1:])),
+        epochs=demo.run_lengths(jobs),
         seeds=list(seeds), jobs=args.jobs, wall_s=time.time() - start,
         estimate_s=estimate, machine=demo.machine())
     if args.variants:
@@ -335,8 +344,7 @@ def reread(args, argv, demo):
         meta = dict(command=' '.join(['tools/run_demo.py'] + (
             argv if argv is not None else sys.argv[1:])), jobs=None,
             wall_s=None, machine=demo.machine())
-    meta.update(seeds=seeds, epochs=records[0].get('epochs') or max(
-        records[0]['loss_epochs']))
+    meta.update(seeds=seeds, epochs=demo.run_lengths(records))
     return records, names, targets, meta
 
 

@@ -24,19 +24,30 @@ def read(path):
 
 
 def test_the_job_description_matches_the_configs():
-    """Every model's config pair exists; the recipe length and warm-up the
-    job scales with ``--epochs`` are the configs'; the default and the full
-    job name models it has, the full one every model the recorded evidence
-    holds."""
+    """Every model's config pair exists, the twins with one recipe (length
+    and warm-up, as the job reads it and the runner builds it); the
+    default and the full job name models it has, the full one every model
+    the recorded evidence holds."""
     assert list(demo.TARGETS) == ['CutMix', 'TL-Align']
+    recipes = {}
     for model in demo.MODELS:
         for target in demo.TARGETS:
-            cfg = Config.fromfile(demo.config_path(model, target))
-            assert cfg.train_cfg.max_epochs == demo.RECIPE_EPOCHS
-            assert cfg.param_scheduler[0].end == demo.RECIPE_WARMUP
-            assert cfg.param_scheduler[1].begin == demo.RECIPE_WARMUP
+            path = demo.config_path(model, target)
+            cfg = Config.fromfile(path)
+            recipes.setdefault(model, set()).add(demo.recipe(path))
+            epochs, warmup = demo.recipe(path)
+            assert cfg.train_cfg.max_epochs == epochs
+            # the schedule the runner builds: a warm-up to `warmup`, then a
+            # cosine from there
+            assert [(s.type, s.get('begin'), s.get('end')) for s in
+                    cfg.param_scheduler] == [('LinearLR', 0, warmup),
+                                             ('CosineAnnealingLR', warmup,
+                                              None)]
             assert (cfg.model.type == 'TLAlignClassifier') == (
                 target != demo.BASELINE)
+    assert all(len(r) == 1 for r in recipes.values()), recipes
+    assert recipes['ViT'] == recipes['SL-ViT'] == {(30, 3)}
+    assert recipes['ViT-c24'] == {(60, 6)}
     assert set(demo.DEFAULT['models']) <= set(demo.MODELS)
     assert set(demo.FULL['models']) <= set(demo.MODELS)
     assert demo.DEFAULT['seeds'] < demo.FULL['seeds'] == 20
@@ -56,13 +67,45 @@ def test_a_new_setting_is_one_entry(monkeypatch):
     cutmix, tlalign = demo.make_jobs(demo.default_rows(['ViT-canvas']),
                                      list(demo.TARGETS), [3], '/w', 5)
     assert cutmix.config == demo.config_path('ViT', 'CutMix')
-    assert cutmix.options == ('randomness.seed=3', *demo.epoch_options(5),
+    five = demo.epoch_options(5, demo.Recipe(30, 3))
+    assert cutmix.options == ('randomness.seed=3', *five,
                               'model.backbone.img_size=24')
     assert tlalign.options == cutmix.options + (
         'model.align_cfg.align_layers=last', )
     assert cutmix.work_dir == '/w/vit-canvas_cutmix_seed3'
-    assert cutmix.job_options == tuple(demo.epoch_options(5))
+    assert cutmix.job_options == tuple(five)
     assert cutmix.epochs == tlalign.epochs == 5
+
+
+def test_each_model_runs_its_own_recipe(tmp_path):
+    """Without --epochs each model trains its configs' length (the digits
+    30, the canvas 60) and nothing rewrites its schedule; with it, each
+    warm-up keeps its share of its own recipe. What the runner would train
+    is that: the merged config of each run."""
+    rows = demo.default_rows(['SL-ViT', 'ViT-c24'])
+    jobs = demo.make_jobs(rows, list(demo.TARGETS), [0], str(tmp_path))
+    assert [(j.model, j.epochs, j.job_options) for j in jobs] == [
+        ('SL-ViT', 30, ()), ('SL-ViT', 30, ()), ('ViT-c24', 60, ()),
+        ('ViT-c24', 60, ())]
+    assert demo.run_lengths(jobs) == {'SL-ViT': 30, 'ViT-c24': 60}
+    assert demo.epochs_text(demo.run_lengths(jobs[2:])) == '60 epochs'
+    for job in jobs:
+        cfg = demo.train_config(job, str(tmp_path))
+        assert cfg.train_cfg.max_epochs == job.epochs
+    c24 = [j for j in demo.make_jobs(rows, ['CutMix'], [0], str(tmp_path),
+                                     epochs=20) if j.model == 'ViT-c24']
+    assert c24[0].epochs == 20
+    cfg = demo.train_config(c24[0], str(tmp_path))
+    assert cfg.param_scheduler[0].end == cfg.param_scheduler[1].begin == 2
+    # a row that changes the recipe is scaled from its own
+    long = demo.make_jobs([demo.Row('long', 'ViT', (
+        'train_cfg.max_epochs=100', 'param_scheduler.0.end=20',
+        'param_scheduler.1.begin=20'))], ['CutMix'], [0], str(tmp_path))
+    assert long[0].epochs == 100
+    assert demo.epoch_options(
+        10, demo.recipe(long[0].config, long[0].options[1:])) == [
+            'train_cfg.max_epochs=10', 'param_scheduler.0.end=2',
+            'param_scheduler.1.begin=2']
 
 
 def paired_row(text, model):
@@ -104,10 +147,46 @@ def test_the_recorded_evidence_gives_the_documented_numbers():
         assert entry['label_shift']['TL-Align']['n'] == 20
 
 
+def test_the_label_shift_rests_on_many_boxes(monkeypatch):
+    """mmpretrain's CutMix draws one lambda and one box per batch: the
+    job's label shift mixes the 360 held-out images in batches of 8, so it
+    rests on tens of boxes (on 3 in the configs' test batches of 128), and
+    every checkpoint sees the same mixes."""
+    import importlib
+
+    import torch
+
+    # the module (the package's ``label_rmse`` is its function)
+    module = importlib.import_module('tlalign_mm.analysis.label_rmse')
+    seen = []
+    real = module.label_rmse
+
+    def spy(model, batches):  # the lambdas of the batches it is given
+        def each():
+            for batch in batches:
+                seen.append(batch.record.area_share[:, 0].clone())
+                yield batch
+        return real(model, each())
+
+    monkeypatch.setattr(module, 'label_rmse', spy)
+    config = demo.config_path('ViT', 'CutMix')
+    first = demo.label_shift(config, None)  # the seeded initial weights
+    lambdas = torch.cat(seen)
+    assert len(lambdas) == first['num_images'] == 360
+    # 45 draws on the 16-px digits: 32 distinct lambdas (areas repeat),
+    # 43 distinct boxes (two boxes repeat, one is empty)
+    assert len(set(lambdas.tolist())) >= 25
+    assert 40 <= first['boxes'] <= 45  # at most one per batch
+    seen.clear()
+    again = demo.label_shift(config, None)
+    assert again == first and torch.equal(torch.cat(seen), lambdas)
+
+
 def test_recorded_rows_put_the_job_beside_the_recorded_evidence():
     recorded = demo.read_recorded()
     records = [dict(model='SL-ViT', target=t, seed=0, top1=top1,
-                    label_shift=dict(mean_abs=0.01), val_epochs=[30],
+                    label_shift=dict(mean_abs=0.01, num_images=360,
+                                     boxes=43), val_epochs=[30], train_s=30.0,
                     val_top1=[top1])
                for t, top1 in (('CutMix', 95.0), ('TL-Align', 94.0))]
     summary = demo.summarize(records, ['SL-ViT'], list(demo.TARGETS))
@@ -121,6 +200,15 @@ def test_recorded_rows_put_the_job_beside_the_recorded_evidence():
     assert rows[1]['entry']['label_shift']['TL-Align']['n'] == 0
     table = demo.comparison_table(rows, list(demo.TARGETS))
     assert 'not kept per seed' in table and '-0.25 [-0.61, +0.11]' in table
+    # each label shift says how many boxes it rests on: the recorded one
+    # was measured over 3 (a run from before the count: one per 128)
+    assert '0.0100 (43 boxes)' in table and '0.0083 ± 0.0019 (3 boxes)' \
+        in table
+    assert demo.shift_boxes(dict(label_shift=dict(
+        mean_abs=0.01, num_images=360))) == 3
+    md = demo.markdown(summary, records, list(demo.TARGETS),
+                       dict(epochs=30, seeds=[0]), rows)
+    assert 'Compare label shifts only over as many boxes' in md
 
 
 def job_records(n_seeds=3, model='ViT', **changes):
@@ -128,7 +216,7 @@ def job_records(n_seeds=3, model='ViT', **changes):
                           range(n_seeds), '/w', 4, ['x.y=1'], 'abc')
     return [dict(j._asdict(), top1=90.0 + j.seed + (
         j.target != 'CutMix') * (1 + j.seed / 2),
-                 label_shift=dict(mean_abs=0.02), train_s=30.0,
+                 label_shift=dict(mean_abs=0.02, boxes=45), train_s=30.0,
                  val_epochs=[2, 4], val_top1=[50.0, 90.0], threads=1,
                  torch='2.x', **changes) for j in jobs]
 
@@ -153,25 +241,37 @@ def test_recorded_round_trip(tmp_path):
     summary = demo.summarize(records, ['SL-ViT'], list(demo.TARGETS))
     assert again['paired'] == summary['SL-ViT']['paired']
     assert again['label_shift'] == summary['SL-ViT']['label_shift']
+    assert again['label_shift']['TL-Align']['boxes'] == 45
 
 
 def test_one_pass_is_accepted_and_rows_may_differ():
     """Runs of one pass pass, also a grid whose rows have their own
-    options."""
+    options, and models with their own recipes."""
     demo.check_one_pass(job_records(), 'w')
     jobs = demo.make_jobs(
         [demo.Row('a', 'ViT'), demo.Row('b', 'ViT', ('m.x=1', ))],
         list(demo.TARGETS), [0, 1], '/w', None, (), 'abc')
     demo.check_one_pass([dict(j._asdict(), torch='2', threads=1)
                          for j in jobs], 'w')
+    # models of different recipes, each its own length, are one pass
+    for epochs in (None, 4):
+        jobs = demo.make_jobs(demo.default_rows(['ViT', 'ViT-c24']),
+                              list(demo.TARGETS), [0, 1], '/w', epochs,
+                              ['x.y=1'], 'abc')
+        demo.check_one_pass([dict(j._asdict(), torch='2', threads=1)
+                             for j in jobs], 'w')
 
 
 @pytest.mark.parametrize('change, named', [
-    (dict(epochs=30, job_options=()), 'epochs differs (4 in '
-     'vit_cutmix_seed0 and 4 more; 30 in vit_tl-align_seed2)'),
+    (dict(epochs=30, job_options=()), '--epochs differs (4 in '
+     'vit_cutmix_seed0 and 4 more; "recipe" in vit_tl-align_seed2)'),
+    (dict(epochs=30, job_options=()), 'ViT TL-Align epochs differs (4 in '
+     'vit_tl-align_seed0 and 1 more; 30 in vit_tl-align_seed2)'),
     (dict(code='def'), 'code differs ("abc" in vit_cutmix_seed0 and 4 '
      'more; "def" in vit_tl-align_seed2)'),
     (dict(job_options=('x.y=2', )), 'job_options differs'),
+    (dict(job_options=(*demo.epoch_options(4, demo.Recipe(30, 3)),
+                       'x.y=2')), '--cfg-options differs'),
     (dict(threads=2), 'threads differs'),
     (dict(code=None), 'code differs ("abc" in vit_cutmix_seed0 and 4 more; '
      'not recorded in vit_tl-align_seed2)'),
@@ -252,3 +352,32 @@ def test_the_estimate_schedules_runs_as_the_loop_does():
 def test_durations_read_as_minutes():
     assert [demo.duration(s) for s in (4.4, 65, 252, 1841, 4000)] == [
         '4 s', '1 min 5 s', '4 min 12 s', '31 min', '1 h 7 min']
+
+
+def test_a_pass_of_two_recipes_reads_as_one_table():
+    """Models of different lengths in one pass: each is compared a third
+    of its own way through (epoch 10 of 30, 20 of 60), in one column that
+    names each cell's epoch, and the table says each model's length."""
+    records = []
+    for model, epochs in (('ViT', 30), ('ViT-c24', 60)):
+        for seed in (0, 1):
+            for target in demo.TARGETS:
+                val = list(range(2, epochs + 1, 2))
+                records.append(dict(
+                    model=model, target=target, seed=seed, epochs=epochs,
+                    top1=90.0 + seed + (target != 'CutMix') * (1 + seed),
+                    train_s=1.0, val_epochs=val,
+                    val_top1=[e + (target != 'CutMix') * seed / 2
+                              for e in val],
+                    label_shift=dict(mean_abs=0.1, boxes=45)))
+    summary = demo.summarize(records, ['ViT', 'ViT-c24'],
+                             list(demo.TARGETS))
+    assert [summary[m]['paired_early']['TL-Align']['epoch']
+            for m in summary] == [10, 20]
+    md = demo.markdown(summary, records, list(demo.TARGETS),
+                       dict(epochs=demo.run_lengths(records), seeds=[0, 1]))
+    assert 'epochs: ViT 30, ViT-c24 60, seeds 0, 1' in md
+    header = next(line for line in md.splitlines()
+                  if line.startswith('| model'))
+    assert header.count('same, a third of the way') == 1
+    assert 'epoch 10: +0.25' in md and 'epoch 20: +0.25' in md

@@ -20,6 +20,8 @@ from tests.cli import tool_main
 from tlalign_mm.apis import demo
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+#: the digits' recipe (30 epochs, 3 of warm-up)
+DIGITS = demo.Recipe(30, 3)
 SMALL = ['train_dataloader.dataset.indices=128',
          'val_dataloader.dataset.indices=64',
          'test_dataloader.dataset.indices=64']
@@ -61,10 +63,11 @@ def test_summary_files_and_picture(job, run_demo_main, capsys):
         assert r['val_epochs'] == [2] and 0 <= r['top1'] <= 100
         assert 0 <= r['label_shift']['mean_abs'] <= 1
         assert r['label_shift']['num_images'] == 64
+        assert r['label_shift']['boxes'] > 1  # 8 batches of 8, a box each
         assert r['wall_s'] > 0
         # what it ran with, for --summarize to compare
         assert r['epochs'] == 2 and r['code'] == demo.code_version()
-        assert r['job_options'] == demo.epoch_options(2) + SMALL
+        assert r['job_options'] == demo.epoch_options(2, DIGITS) + SMALL
         assert demo.settings(r)['row_options'] == []
     drift = [r['label_drift'] for r in runs if r['target'] == 'TL-Align']
     assert all(d['abs_diff']['epochs'] == [1, 2] for d in drift)
@@ -155,7 +158,8 @@ def test_summarize_a_partial_job_and_refuse_two_passes(job, run_demo_main,
     path = osp.join(work, 'vit_cutmix_seed1', 'run.json')
     with open(path) as f:
         record = json.load(f)
-    record.update(epochs=3, job_options=demo.epoch_options(3) + SMALL)
+    record.update(epochs=3, job_options=demo.epoch_options(3, DIGITS) +
+                  SMALL)
     with open(path, 'w') as f:
         json.dump(record, f)
     os.remove(osp.join(work, 'summary.json'))
@@ -163,9 +167,11 @@ def test_summarize_a_partial_job_and_refuse_two_passes(job, run_demo_main,
         run_demo_main(['--work-dir', work, '--summarize'])
     message = str(error.value)
     assert message.startswith(f'error: the runs in {work} come from passes '
-                              'with different settings: epochs differs (2 '
+                              'with different settings: --epochs differs (2 '
                               'in vit_cutmix_seed0 and 1 more; 3 in '
                               'vit_cutmix_seed1)')
+    assert 'ViT CutMix epochs differs (2 in vit_cutmix_seed0; 3 in ' \
+        'vit_cutmix_seed1)' in message
     assert 'job_options differs' in message and '\n' not in message
     assert not osp.exists(osp.join(work, 'summary.json'))
 
@@ -201,16 +207,20 @@ def run_demo_main(monkeypatch):
 
 
 def test_epochs_early_epoch_and_options():
-    """--epochs scales the schedule (the recipe's 3 of 30 warm-up epochs:
-    a tenth, at least 1) or fails clearly; the early epoch is a third of
-    the way."""
-    assert demo.epoch_options(None) == []
-    for epochs, warmup in ((30, 3), (10, 1), (2, 1)):
-        assert demo.epoch_options(epochs) == [
+    """--epochs scales the schedule (the recipe's warm-up keeps its share,
+    at least 1 epoch) or fails clearly; the early epoch is a third of the
+    way."""
+    assert demo.epoch_options(None, DIGITS) == []
+    for of, epochs, warmup in ((DIGITS, 30, 3), (DIGITS, 10, 1),
+                               (DIGITS, 2, 1), (demo.Recipe(60, 6), 30, 3),
+                               (demo.Recipe(60, 12), 30, 6)):
+        assert demo.epoch_options(epochs, of) == [
             f'train_cfg.max_epochs={epochs}', f'param_scheduler.0.end='
             f'{warmup}', f'param_scheduler.1.begin={warmup}']
     with pytest.raises(demo.JobError, match='at least 2 epochs'):
-        demo.epoch_options(1)
+        demo.epoch_options(1, DIGITS)
+    with pytest.raises(demo.JobError, match='not a warm-up'):
+        demo.epoch_options(10, demo.Recipe(30, None))
     assert demo.early_epoch([dict(val_epochs=list(range(2, 31, 2)))] *
                             2) == 10
     assert demo.early_epoch([dict(val_epochs=[2])]) is None
