@@ -193,7 +193,8 @@ def test_recorded_rows_put_the_job_beside_the_recorded_evidence():
     rows = demo.recorded_rows(summary, recorded, [0], list(demo.TARGETS))
     assert [(r['model'], r['what'], len(r['seeds'])) for r in rows] == [
         ('SL-ViT', 'this job', 1), ('SL-ViT', 'recorded, same seeds', 1),
-        ('SL-ViT', 'recorded', 20), ('ViT', 'recorded', 20)]
+        ('SL-ViT', 'recorded', 20), ('ViT', 'recorded', 20),
+        ('ViT-c24', 'recorded', 20)]
     same = rows[1]['entry']['paired']['TL-Align']
     assert same['diffs'] == pytest.approx([96.1111 - 96.1111], abs=1e-3)
     # kept only over all seeds: not shown for the same-seeds row
