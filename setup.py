@@ -46,7 +46,8 @@ setup(
     long_description_content_type='text/markdown',
     license='Apache-2.0',
     python_requires='>=3.11',
-    packages=find_packages(include=['tlalign_mm', 'tlalign_mm.*']),
+    packages=find_packages(include=['tlalign_mm', 'tlalign_mm.*',
+                                    'tlalign_mm_cli']),
     cmdclass={'build_py': BuildPyWithMim},
     install_requires=[
         'torch==2.14.1',

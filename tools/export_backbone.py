@@ -27,27 +27,13 @@ export checks exactly that and prints the call
 (:func:`tlalign_mm.downstream.export.export_timm`).
 """
 import argparse
-import importlib.util
 import os.path as osp
 import sys
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, ROOT)  # this checkout's tlalign_mm, installed or not
 
-
-def load_cli():
-    """:mod:`tlalign_mm.apis.cli` (standard library only), without running
-    ``tlalign_mm/__init__`` (torch and OpenMMLab: seconds): ``--help`` and
-    a wrong argument answer at once; what the tool does is imported after
-    parsing."""
-    name = 'tlalign_mm.apis.cli'
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, osp.join(ROOT, 'tlalign_mm', 'apis', 'cli.py'))
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
+import tlalign_mm_cli as cli  # noqa: E402  (standard library only)
 
 #: tlalign_mm.downstream.export.TARGETS (not imported before parsing)
 TARGETS = ('mmpretrain', 'mmseg', 'mmdet')
@@ -58,7 +44,7 @@ def parse_args(argv=None):
         description='Export the backbone tensors of a classifier checkpoint '
         'as a small file that loads with torch.load(weights_only=True) '
         'anywhere (--format timm: a plain timm state dict).',
-        epilog=load_cli().DEBUG_HELP)
+        epilog=cli.DEBUG_HELP)
     parser.add_argument('checkpoint', help='Runner checkpoint (.pth)')
     parser.add_argument('out', help='output file')
     parser.add_argument('--to', choices=TARGETS, default='mmpretrain',
@@ -113,4 +99,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    load_cli().run_tool(main)  # a refused file: one line (--debug)
+    cli.run_tool(main)  # a refused file: one line (--debug)

@@ -12,30 +12,17 @@ Any ``tools/train.py`` option is passed on (``--amp``, ``--cfg-options``,
 downstream config's pretrained checkpoint (``--checkpoint FILE``, or the
 config's own file where it exists) is loaded strictly, as training would.
 """
-import importlib.util
 import os.path as osp
 import sys
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, ROOT)  # this checkout's tlalign_mm, installed or not
 
-
-def load_cli():
-    """:mod:`tlalign_mm.apis.cli` (standard library only), without running
-    ``tlalign_mm/__init__`` (torch and OpenMMLab: seconds): ``--help`` and
-    a wrong argument answer at once; what the tool does is imported after
-    parsing."""
-    name = 'tlalign_mm.apis.cli'
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, osp.join(ROOT, 'tlalign_mm', 'apis', 'cli.py'))
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
+import tlalign_mm_cli as cli  # noqa: E402  (standard library only)
 
 
 def main(argv=None):
-    args, rest = load_cli().parse_smoke_args(argv)
+    args, rest = cli.parse_smoke_args(argv)
     from tlalign_mm.testing.smoke import smoke
     result = smoke(args.config, rest, args.size, args.work_dir,
                    args.checkpoint)
@@ -49,4 +36,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    load_cli().run_tool(main)
+    cli.run_tool(main)

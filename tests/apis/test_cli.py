@@ -1,4 +1,4 @@
-"""The tools' command lines (:mod:`tlalign_mm.apis.cli`, issue 41): parsed
+"""The tools' command lines (:mod:`tlalign_mm_cli`, issue 41): parsed
 before torch and OpenMMLab are imported, every option described, and how a
 tool ends: a mistake or an interrupt is one line, ``--debug`` the
 traceback."""
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+import tlalign_mm_cli as cli
 from tests.cli import ROOT
-from tlalign_mm.apis import cli
 from tlalign_mm.checkpoint.interrupt import TrainingInterrupted
 
 TOOLS = ['train.py', 'test.py', 'smoke.py', 'export_backbone.py']

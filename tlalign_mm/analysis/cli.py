@@ -18,8 +18,8 @@ from typing import List, Optional
 
 from mmengine.config import DictAction
 
-from tlalign_mm.apis.cli import REFUSALS, refusal
 from tlalign_mm.checkpoint import install, one_line_errors
+from tlalign_mm_cli import REFUSALS, refusal
 
 from .mixed_batches import MIXES
 from .session import build_dataloader, build_model, load_config

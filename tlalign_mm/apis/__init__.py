@@ -1,11 +1,11 @@
 """What the tools share, as mmpretrain keeps it in ``mmpretrain.apis``: the
-command lines and how a tool ends (:mod:`.cli`, standard library only: the
-tools load it first), the training and test runner set-up of
+training and test runner set-up of
 ``tools/train.py`` and ``tools/test.py`` (:mod:`.train`, :mod:`.test`) and
 the main job of ``tools/run_demo.py`` (:mod:`.demo`). The tools are thin
-command lines over these."""
-from . import cli  # noqa: F401  (bound here when a tool loaded it first)
-from .cli import ConfigError, run_tool
+command lines over these; their command lines and how a tool ends are
+:mod:`tlalign_mm_cli` (standard library only, imported first)."""
+from tlalign_mm_cli import ConfigError, run_tool
+
 from .test import (
     build_test_runner,
     check_test_config,

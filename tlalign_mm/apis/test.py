@@ -15,8 +15,8 @@ from mmengine.runner import Runner
 
 from tlalign_mm.checkpoint import add_checkpoint_hooks, install
 from tlalign_mm.datasets import check_config_datasets
+from tlalign_mm_cli import ConfigError, parse_test_args, test_parser  # noqa: F401
 
-from .cli import ConfigError, parse_test_args, test_parser  # noqa: F401
 from .train import (
     build_runner,
     check_model,

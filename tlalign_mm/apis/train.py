@@ -42,8 +42,7 @@ from tlalign_mm.checkpoint.interrupt import (
 from tlalign_mm.datasets import check_config_datasets
 from tlalign_mm.distributed import setup_cpu_distributed
 from tlalign_mm.engine.schedules import check_schedule
-
-from .cli import (  # noqa: F401  (the command line is tools/train.py's)
+from tlalign_mm_cli import (  # noqa: F401  (the command line is tools/train.py's)
     LAUNCHERS,
     REFUSALS,
     ConfigError,

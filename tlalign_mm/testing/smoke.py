@@ -59,7 +59,6 @@ from torch.utils.data import Sampler
 
 from tlalign_mm.apis import test as test_api
 from tlalign_mm.apis import train as train_api
-from tlalign_mm.apis.cli import ConfigError
 from tlalign_mm.checkpoint import install
 from tlalign_mm.datasets import check_config_datasets, synthetic
 from tlalign_mm.datasets.imagenet_robustness import (
@@ -68,6 +67,7 @@ from tlalign_mm.datasets.imagenet_robustness import (
     subset_synsets,
 )
 from tlalign_mm.engine.schedules import check_schedule
+from tlalign_mm_cli import ConfigError
 
 ITERS = 2
 BATCH = 2

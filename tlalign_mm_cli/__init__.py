@@ -2,11 +2,13 @@
 """The command lines of ``tools/train.py``, ``tools/test.py`` and
 ``tools/smoke.py``, and how every tool ends (:func:`run_tool`).
 
-Standard library only: a tool loads this module by its path
-(:func:`load_cli` in the tool) before anything else, so ``--help`` and a
-wrong argument answer without importing torch and OpenMMLab (seconds);
-what the tool does is imported after its arguments are parsed (mmengine's
-``DictAction`` when ``--cfg-options`` is given).
+A package of its own beside :mod:`tlalign_mm`, and standard library only:
+importing :mod:`tlalign_mm` registers its components, which imports torch
+and OpenMMLab (seconds), so a module inside it could not answer ``--help``
+at once. The tools import this package first, so ``--help`` and a wrong
+argument answer in a fraction of a second; what the tool does is imported
+after its arguments are parsed (mmengine's ``DictAction`` when
+``--cfg-options`` is given). :mod:`tlalign_mm.apis` uses it too.
 
 A mistake is one line: :class:`ConfigError` (a configuration found wrong
 before anything is built), a missing file, a refused checkpoint and an
