@@ -15,6 +15,7 @@ import torch
 
 from .attention import head_mean_attention, mean_probs_attention
 from .key_maps import Reduction, Windows
+from .queries import PooledQueries, QuerySubset
 from .token_labels import label_map_of
 
 
@@ -64,7 +65,8 @@ class Slot:
             them (``(B', H, N, d)``, ``(B', H, M, d)``).
         probs (Tensor): ``(B', H, N, M)`` softmax output (or its head mean),
             before attention dropout, where a block computes it itself.
-        key_map: how token labels become the keys' (:mod:`.key_maps`).
+        key_map: how token labels become the keys' (:mod:`.key_maps`), or
+            a block's queries are not its tokens (:mod:`.queries`).
         keep (Tensor): ``(B, 1, 1)`` bool, ``False`` where the attention
             branch's drop-path dropped the sample (training only).
     """
@@ -76,7 +78,8 @@ class Slot:
     scale: Union[float, torch.Tensor, None] = None
     bias: Optional[torch.Tensor] = None
     probs: Optional[torch.Tensor] = None
-    key_map: Union[Windows, Reduction, None] = None
+    key_map: Union[Windows, Reduction, PooledQueries, QuerySubset,
+                   None] = None
     keep: Optional[torch.Tensor] = None
 
     def missing(self) -> List[str]:
@@ -115,6 +118,9 @@ class Recorded(NamedTuple):
             patch token labels (the patch embedding's rule).
         extra_tokens (int): tokens before the patch tokens (class,
             distillation, registers); they start at ``area_share``.
+        extra_from (int): the block they join before (XCiT's class token
+            joins its first class-attention block); 0: with the patch
+            tokens.
         head_after (tuple, optional): ``(j, through_step)``: the head reads
             the tokens after block ``j`` (and the token step after it, if
             ``through_step``); ``None``: after the last.
@@ -128,3 +134,4 @@ class Recorded(NamedTuple):
     extra_tokens: int = 0
     head_after: Optional[Tuple[int, bool]] = None
     readout: Tuple[int, Optional[int]] = (0, None)
+    extra_from: int = 0
