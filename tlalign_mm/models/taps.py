@@ -16,7 +16,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tlalign_mm.core import Recorded, Reduction, Slot, TokenStep, Windows
+from tlalign_mm.core import (
+    Pool,
+    PooledQueries,
+    Recorded,
+    Reduction,
+    Slot,
+    TokenStep,
+    Windows,
+)
 
 from .families import Description, describe
 from .spt_lsa.lsa import LocalitySelfAttention, diagonal_mask
@@ -127,12 +135,89 @@ def residual_branch(slot, rule, module, args, kwargs):
 
 def branch_keep(slot, arg, module, args, output):
     """The drop-path of the residual branch that last ran (its keep, read
-    as :func:`drop_path_keep` reads the attention's)."""
+    as :func:`drop_path_keep` reads the attention's): its first call after
+    the branch (XCiT calls one drop-path on its block's three branches; a
+    call before any branch ran is not a branch's)."""
+    if not slot.steps:
+        return
     step = slot.steps[-1]
     if module.training and step.keep is None:
         keep = output[:, :1].any(dim=(1, 2), keepdim=True) \
             if output.dim() == 3 else output.flatten(1).any(1).view(-1, 1, 1)
         slot.steps[-1] = step._replace(keep=keep)
+
+
+def mvit_pooling(slot, block, msa, args, kwargs, output):
+    """MViTv2's ``MultiScaleAttention`` call (mmpretrain 1.2.0,
+    ``backbones/mvit.py``): the :class:`PooledQueries` of its input map
+    ``in_size`` (output tokens made by ``block.pool_skip``, a max pool, or
+    none; keys and values by ``pool_v``'s windows; ``residual_pooling`` adds
+    ``pool_q``'s queries), and its decomposed relative position bias
+    folded into the q and k its ``norm_q``/``norm_k`` taps recorded."""
+    hw = args[1] if len(args) > 1 else kwargs['in_size']
+    hw, skip = (int(hw[0]), int(hw[1])), block.pool_skip
+    slot.key_map = PooledQueries(
+        hw, None if skip is None else Pool.of(skip), True,
+        Pool.of(msa.pool_v),
+        Pool.of(msa.pool_q) if msa.residual_pooling else None)
+    if msa.rel_pos_spatial:
+        slot.q, slot.k, slot.scale = fold_decomposed_rel_pos(
+            msa, slot.q, slot.k, tuple(output[1]),
+            Pool.of(msa.pool_k).out_hw(hw))
+
+
+def fold_decomposed_rel_pos(msa, q, k, q_hw, k_hw):
+    """MViTv2's logits ``s q_i.k_j + q_i.Rh[a_i, c_j] + q_i.Rw[b_i, d_j]``
+    (mmpretrain's ``add_decomposed_rel_pos``; query ``i`` at ``(a, b)`` of
+    ``q_hw``, key ``j`` at ``(c, d)`` of ``k_hw``) as one product ``q'.k'``
+    of ``q' = [s q, q.Rh[a], q.Rw[b]]`` and ``k' = [k, onehot(c),
+    onehot(d)]``, float32: every path of ``head_mean_attention`` takes it,
+    with no ``(N, M)`` bias. Returns ``q'``, ``k'`` and the scale, 1."""
+    from mmpretrain.models.backbones.mvit import resize_decomposed_rel_pos
+    with torch.no_grad(), torch.autocast(q.device.type, enabled=False):
+        B, H, N, d = q.shape
+        q = q.float()
+        (qh, qw), (kh, kw) = q_hw, k_hw
+        a, b = torch.meshgrid(torch.arange(qh, device=q.device),
+                              torch.arange(qw, device=q.device),
+                              indexing='ij')
+        Rh = resize_decomposed_rel_pos(msa.rel_pos_h.detach().float(), qh,
+                                       kh)[a.flatten()]  # (N, kh, d)
+        Rw = resize_decomposed_rel_pos(msa.rel_pos_w.detach().float(), qw,
+                                       kw)[b.flatten()]
+        rel = [torch.einsum('bhnc,nkc->bhnk', q, R) for R in (Rh, Rw)]
+        rows = torch.arange(kh, device=q.device).repeat_interleave(kw)
+        cols = torch.arange(kw, device=q.device).repeat(kh)
+        onehot = torch.cat([F.one_hot(rows, kh), F.one_hot(cols, kw)], 1)
+        k = torch.cat([k.float(), onehot.float().expand(B, H, -1, -1)], -1)
+        return torch.cat([q * msa.scale, *rel], -1), k, 1.0
+
+
+def le_heads(slot, arg, module, args, output):
+    """LeViT's attention (``Attention``, ``AttentionSubsample``; TinyViT's
+    ``LeAttention``): q and k as views of a projection's output (``qkv``,
+    ``kv`` or ``q``: its heads' ``parts`` of widths ``key_dim`` for q and k,
+    ``d`` for v), at its ``scale``, and with the query the attention biases
+    the forward adds (gathered from the table in training, its ``ab`` in
+    eval)."""
+    attn, parts = arg
+    B, N = output.shape[:2]
+    widths = dict(q=attn.key_dim, k=attn.key_dim, v=attn.d)
+    for part, t in zip(parts, output.detach().view(
+            B, N, attn.num_heads, -1).split([widths[p] for p in parts], 3)):
+        if part != 'v':
+            setattr(slot, part, t.transpose(1, 2))
+    if 'q' in parts:
+        slot.scale = attn.scale
+        slot.bias = (attn.attention_biases[:, attn.attention_bias_idxs]
+                     if attn.training else attn.ab).detach()
+
+
+def query_map(slot, key_map, module, args):
+    """A key map the description fixed when it was built (LeViT's
+    subsampling :class:`PooledQueries`, class attention's
+    ``QuerySubset``)."""
+    slot.key_map = key_map
 
 
 #: kind: (function, hook, the slot part it records)
@@ -149,6 +234,9 @@ TAPS = {
     'step': (token_step, 'pre_kw', 'step'),
     'branch': (residual_branch, 'pre_kw', 'step'),
     'branch_keep': (branch_keep, 'forward', None),
+    'pooling': (mvit_pooling, 'forward_kw', 'key_map'),
+    'le_heads': (le_heads, 'forward', 'attention'),
+    'queries': (query_map, 'pre', 'key_map'),
 }
 
 
@@ -211,7 +299,7 @@ class Recording:
             slots, self.slots = self.slots, None
         d = self.description
         return feats, Recorded(slots, self._embed, d.extra_tokens,
-                               d.head_after, d.readout)
+                               d.head_after, d.readout, d.extra_from)
 
     def remove(self) -> None:
         for handle in self._handles:

@@ -51,7 +51,10 @@ class Description(NamedTuple):
     :class:`~tlalign_mm.core.Recorded`'s; ``token_size``: ``(h, w)``, the
     pixels a side of the tokens the first block attends over (what
     ``TLTokenCutMix`` cuts, TransMix's token mask and the presence analysis
-    use; ``None``: not stated, and those refuse the backbone)."""
+    use; ``None``: not stated, and those refuse the backbone);
+    ``extra_from``: the block the extra tokens join before (XCiT's class
+    token joins its first class-attention block; 0: with the patch
+    tokens)."""
     blocks: List[nn.Module]
     taps: List[Tap]
     embed: nn.Module
@@ -59,6 +62,7 @@ class Description(NamedTuple):
     head_after: Optional[Tuple[int, bool]] = None
     readout: Tuple[int, Optional[int]] = (0, None)
     token_size: Optional[Tuple[int, int]] = None
+    extra_from: int = 0
 
 
 #: What a user can do about a backbone TL-Align does not describe.
