@@ -343,17 +343,18 @@ def dense_labels(model, calls, pixel_weights, targets, facts: Facts = Facts(),
     layers = None if align_layers == 'all' else [-1] if \
         align_layers == 'last' else align_layers
 
-    def step(Y, AY=None, renormalise=False, branches=()):
+    def step(Y, AY=None, renormalise=False, branches=(), residual=True):
         """Block ``len(history) - 1``'s update of ``Y``, recorded; without
         ``AY``, the initial labels. ``branches``: ``(W, k)`` per residual
         convolution branch after the attention, ``W(Y)`` its window means,
-        ``k`` the index of its drop-path call in the block."""
+        ``k`` the index of its drop-path call in the block. ``residual``:
+        ``False`` for a block that does not add ``Y`` (``Y <- AY``)."""
         i, new = len(history) - 1, Y
         kept = keeps[i] if keeps is not None and i >= 0 else []
         if AY is not None and (layers is None or i in layers
                                or i - n in layers):
-            new = _update(Y, AY, residual_norm, renormalise)
-            if kept:
+            new = _update(Y, AY, residual_norm and residual, renormalise)
+            if kept and residual:  # (no residual: no drop-path on it)
                 new = torch.where(kept[0].view(-1, 1, 1), new, Y)
             for W, k in branches:
                 moved = _update(new, W(new), residual_norm)

@@ -423,3 +423,6 @@ def embed_stride(embed: nn.Module) -> Optional[Tuple[int, int]]:
 # Each further family is a module of this package (a description, about 40
 # lines) and registers when imported here, one line per family:
 # from . import <family>  # noqa: E402,F401
+from . import levit  # noqa: E402,F401,I001
+from . import mvit  # noqa: E402,F401,I001
+from . import xcit  # noqa: E402,F401,I001
