@@ -138,9 +138,10 @@ CASES = {
     'LeViT subsampling, box': case(zoo.LEVIT, size=(128, 128),
                                    box=(9, 70, 30, 111),
                                    facts=dense_queries.LEVIT),
-    'LeViT stages 0 and 1 out, other box': case(dict(
-        zoo.LEVIT, out_indices=(0, 1)), size=(128, 128), box=(10, 70, 20,
-        100), facts=dense_queries.LEVIT),
+    'LeViT stage 0 out, other box': case(dict(zoo.LEVIT, out_indices=(0, )),
+                                         size=(128, 128), box=(10, 70, 20,
+                                                               100),
+                                         facts=dense_queries.LEVIT),
     'LeViT no residual average': case(zoo.LEVIT, size=(128, 128), box=(
         10, 70, 20, 100), facts=dense_queries.LEVIT, residual_norm=False),
     'XCiT class attention, box': case(zoo.XCIT, box=(5, 37, 11, 50),
