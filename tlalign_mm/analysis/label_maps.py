@@ -50,9 +50,13 @@ def label_maps(model: nn.Module, batch) -> LabelMaps:
     readout, history = aligned_source_weights(model, batch.mixed, record,
                                               return_token_labels=True)
     hw = tuple(batch.mixed.shape[-2:])
-    extra = describe(model.backbone).extra_tokens
-    initial, aligned = (label_map_of(y[:, extra:], token_grid(
-        y.shape[1] - extra, hw)) for y in (history[0], history[-1]))
+    description = describe(model.backbone)
+    extra = description.extra_tokens
+    # (extra tokens that join at a later block are not among the first)
+    initial, aligned = (label_map_of(y[:, n:], token_grid(
+        y.shape[1] - n, hw)) for y, n in (
+            (history[0], 0 if description.extra_from else extra),
+            (history[-1], extra)))
     return LabelMaps(initial, aligned, readout, record.area_share.float())
 
 
