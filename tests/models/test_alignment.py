@@ -296,6 +296,14 @@ BAD = {  # name: (backbone, call's changes, error, match)
         'timm refused'),
     'timm distilled training': (distilled_training, {}, NotImplementedError,
                                 'distilled_training'),
+    'XCiT out_indices before its last layer': (dict(zoo.XCIT, out_indices=(
+        2, )), {}, NotImplementedError, r'out_indices=\(-1, \)'),
+    'XCiT featmap readout': (dict(zoo.XCIT, out_type='featmap'), {},
+                             NotImplementedError, "out_type='cls_token' or"),
+    'XCiT without class attention': (dict(zoo.XCIT, cls_attn_layers=0,
+                                          out_indices=(1, )), {},
+                                     NotImplementedError,
+                                     'cls_attn_layers > 0'),
 }
 
 
