@@ -209,8 +209,8 @@ def le_heads(slot, arg, module, args, output):
             setattr(slot, part, t.transpose(1, 2))
     if 'q' in parts:
         slot.scale = attn.scale
-        slot.bias = (attn.attention_biases[:, attn.attention_bias_idxs]
-                     if attn.training else attn.ab).detach()
+        slot.bias = (attn.attention_biases.detach()[
+            :, attn.attention_bias_idxs] if attn.training else attn.ab)
 
 
 def query_map(slot, key_map, module, args):
