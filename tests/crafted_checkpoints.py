@@ -15,6 +15,7 @@ import os
 import os.path as osp
 import sys
 import zipfile
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -22,6 +23,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.logging import HistoryBuffer
 from mmengine.model import BaseModule
+from mmengine.registry import DefaultScope
 from mmengine.runner import CheckpointLoader, Runner, load_checkpoint
 from numpy._core.multiarray import _reconstruct
 
@@ -75,6 +77,20 @@ def _deflated(path):
         for info, data in records:
             info.compress_type = 8 if len(data) > 2**19 else 0  # deflate
             z.writestr(info, data)
+
+
+def shared_views(path):
+    """log_scalars: 50 HistoryBuffers viewing one 1 MB storage pair (each
+    expanded on its own: 16 MB of views from 2 MB)."""
+    log, count = torch.zeros(2**17, dtype=torch.float64), torch.ones(
+        2**17, dtype=torch.int64)
+    torch.save(dict(state_dict={'w': torch.ones(2)}, message_hub=dict(
+        log_scalars={f'k{i}': dict(log=log[:], count=count[:],
+                                   max_length=2**17) for i in range(50)})),
+               path)
+
+
+P = 2**61 - 1  # k * P: one hash for every k
 
 
 def files(marker):
@@ -148,6 +164,17 @@ def files(marker):
             torch.nn.Linear(2, 2)), p), 'load it with torch.jit.load'),
         'not_zip': (lambda p: open(p, 'wb').write(b'\x80\x02}q\x00.'),
                     'not the zip archive torch.save writes'),
+        # issue 39, items 3, 4 and 10: bounded work before any check
+        'hash_collision': (ckpt(meta=dict(dataset_meta={
+            k * P: 0 for k in range(1, 5000)})), 'more than 4096 dict keys'),
+        'hash_collision_pairs': (ckpt(meta=dict(x=_Reduce(OrderedDict, ([
+            ((k * P, ), 0) for k in range(100)], )))), 'set built from a'),
+        'shared_views': (shared_views, 'view more than 4 times'),
+        'config_too_long': (ckpt(meta=dict(cfg='x = [' + '1,' * 2**16 + ']'
+                                           )), None),
+        'config_huge_int': (ckpt(meta=dict(cfg="model = dict(backbone=dict("
+                                           "type='X', depth=0x" + 'f' * 5000 +
+                                           '))')), None),
     }
 
 
@@ -166,6 +193,8 @@ def paths(folder):
     """loading path -> function(file name), after the opt-in line."""
     from mmdet.apis import DetInferencer
     from mmseg.apis import MMSegInferencer
+
+    from tlalign_mm.models.pooled_timm_backbone import PooledTIMMBackbone
     label_maps = tool_main('analysis/label_maps.py')
 
     def pretrained(name, **init):
@@ -175,6 +204,11 @@ def paths(folder):
 
     def mmengine(source):
         return load_checkpoint(torch.nn.Linear(2, 1), source)
+
+    def timm_backbone(path):  # the inferencers set mmdet's scope
+        with DefaultScope.overwrite_default_scope('mmpretrain'):
+            PooledTIMMBackbone('deit_tiny_patch16_224', img_size=32,
+                               patch_size=8, depth=1, checkpoint_path=path)
 
     return {
         'mmengine': lambda n: mmengine(f'{folder}/{n}'),
@@ -186,6 +220,7 @@ def paths(folder):
             None, f'{folder}/{n}', device='cpu'),
         'mmdet-inferencer': lambda n: DetInferencer(
             None, f'{folder}/{n}', device='cpu'),
+        'timm-backbone': lambda n: timm_backbone(f'{folder}/{n}'),
         'export': lambda n: _stderr_of(lambda: run_script(
             'export_backbone.py', [f'{folder}/{n}', f'{folder}/out.pth',
                                    '--prefix', ''])),
@@ -200,10 +235,30 @@ def paths(folder):
 #: what it raised, or the epoch training started at (the run stops there
 #: unless it must validate). ``FILE``: ``load_from``; ``auto``: the work
 #: dir's. The victim folder stays.
+REFUSED = 'raised CheckpointError: Refused the resumed training state: '
+OVERFLOW = REFUSED + "state[0]['exp_avg'] is a (1,) torch.float32 tensor"
 RUNS = {
     'best_ckpt_victim FILE': 'trained from epoch 1',
     'record_outside auto': 'trained from epoch 0',
     'symlink_outside auto': 'raised CheckpointError: --resume found',
+    # issue 39: an optimizer state that the fused kernel would overflow
+    # (fused from the file, or from a fused config), or that would change
+    # how the run trains
+    'overflow FILE': OVERFLOW,
+    'overflow_fused_config auto': OVERFLOW,
+    'flags FILE': "trained from epoch 1 with the config's flags",
+    'step_negative FILE': REFUSED + "state[0]['step'] = -1.0 is not",
+}
+#: how a run's file differs from the first run's: its optimizer's
+#: param_groups updates, its state[0] updates (each key as
+#: ``state[0][key]``'s shape, or a value), config options
+TAMPERED = {
+    'overflow': (dict(fused=True), dict(exp_avg=(1, )), {}),
+    'overflow_fused_config': (
+        {}, dict(exp_avg=(1, )), {'optim_wrapper.optimizer.fused': True}),
+    'flags': (dict(maximize=True, amsgrad=True, betas=(1, 1), lr='0.1',
+                   foreach=True), dict(max_exp_avg_sq=None), {}),
+    'step_negative': ({}, dict(step=torch.tensor(-1.0)), {}),
 }
 
 
@@ -225,19 +280,32 @@ def _run(root, run, first):
     ckpt = load(first)  # mmengine's HistoryBuffers dropped
     info = dict(ckpt['message_hub']['runtime_info'], best_ckpt=victim,
                 best_score=-1.0)  # the next validation: a new best
+    groups, state, options = TAMPERED.get(run.split()[0], ({}, {}, {}))
+    for group in ckpt['optimizer']['param_groups']:
+        group.update(groups)
+    ckpt['optimizer']['state'][0].update({k: v if torch.is_tensor(
+        v) else torch.zeros(v or ckpt['optimizer']['state'][0]['exp_avg'].shape
+                            ) for k, v in state.items()})
     torch.save(dict(ckpt, message_hub=dict(ckpt['message_hub'],
-                                           runtime_info=info)), file)
+                                           runtime_info=info)),
+               osp.join(work, 'epoch_1.pth') if 'auto' in run and
+               run.split()[0] in TAMPERED else file)
     with open(osp.join(work, 'last_checkpoint'), 'w') as f:
         f.write(first if run.startswith('record') else 'epoch_1.pth')
     cfg = Config.fromfile(osp.join(root, 'tiny.py'))
     cfg.merge_from_dict(dict(RUN_OPTIONS, work_dir=work, resume=True, **{
         'train_cfg.max_epochs': 2,
-        'default_hooks.checkpoint.save_best': 'auto'}))
+        'default_hooks.checkpoint.save_best': 'auto'}, **options))
     cfg.load_from, starts = file if 'FILE' in run else None, []
 
     class Start(Hook):
         def before_train(self, runner):
+            group = runner.optim_wrapper.optimizer.param_groups[0]
             starts.append(runner.epoch)
+            if run.startswith('flags') and not any((
+                    group['maximize'], group['amsgrad'], group['foreach'],
+                    group['betas'] != (0.9, 0.999), group['lr'] != 1e-3)):
+                starts.append("with the config's flags")
             if not run.startswith('best'):
                 raise _Started
 
@@ -249,8 +317,9 @@ def _run(root, run, first):
         pass
     except Exception as error:  # noqa: BLE001  reported, not raised
         starts = [f'raised {type(error).__name__}: {error}']
-    return (f'trained from epoch {starts[0]}' if type(starts[0]) is int
-            else starts[0]), osp.isdir(osp.join(victim, 'keep'))
+    return (' '.join([f'trained from epoch {starts[0]}', *starts[1:]])
+            if type(starts[0]) is int else starts[0]), osp.isdir(
+                osp.join(victim, 'keep'))
 
 
 def emit(record):

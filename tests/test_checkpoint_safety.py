@@ -1,6 +1,7 @@
 """``tlalign_mm.checkpoint.load`` and every path that reaches it: hostile
 files (``tests/crafted_checkpoints.py``) refused with one message naming
 them, or reduced to what a checkpoint holds."""
+import importlib
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from . import crafted_checkpoints as crafted
 from .cli import ROOT
 
 install()  # what the tools do
+load_module = importlib.import_module('tlalign_mm.checkpoint.load')
 
 
 @pytest.fixture(scope='module')
@@ -38,7 +40,7 @@ def report(tmp_path_factory):
 
 LOADERS = ('mmengine', 'open-mmlab', 'pretrained', 'mmengine-pretrained')
 PATHS = ('build_model', *LOADERS, 'mmseg-inferencer', 'mmdet-inferencer',
-         'export', 'label_maps')
+         'timm-backbone', 'export', 'label_maps')
 
 
 @pytest.mark.e2e
@@ -95,3 +97,55 @@ def test_other_schemes_and_missing_files_are_named(tmp_path):
         load_checkpoint(torch.nn.Linear(2, 2), 's3://b/x.pth')
     with pytest.raises(FileNotFoundError, match='nothing.pth'):
         load(tmp_path / 'nothing.pth')
+
+
+def test_a_runner_checkpoint_loads_without_a_warning(tmp_path, monkeypatch):
+    """What every Runner checkpoint holds that is left out on purpose (the
+    hub's config text, ``last_ckpt``, ``best_ckpt``) goes without a
+    warning, and without the resumed key mmengine would warn of."""
+    from mmengine.logging import MessageHub
+
+    from tlalign_mm.checkpoint.plain import plain_checkpoint
+    hub = MessageHub.get_instance('own-checkpoint')
+    hub.update_scalar('train/loss', 1.5)
+    for key, value in dict(cfg='x = 1', last_ckpt='/w/epoch_1.pth',
+                           best_ckpt='/w/best.pth', epoch=1).items():
+        hub.update_info(key, value, resumed=True)
+    ckpt = dict(meta=dict(epoch=1, iter=3, cfg="model = dict(type='X')"),
+                state_dict={'w': torch.ones(1)}, message_hub=hub.state_dict())
+    plain_checkpoint(ckpt)
+    torch.save(ckpt, tmp_path / 'epoch_1.pth')
+    logged = []
+    monkeypatch.setattr(load_module, 'print_log',
+                        lambda *args, **kwargs: logged.append(args))
+    got = load(tmp_path / 'epoch_1.pth')['message_hub']
+    assert logged == [] and got['runtime_info'] == dict(epoch=1)
+    assert got['resumed_keys'] == {'train/loss': True, 'epoch': True}
+    assert got['log_scalars']['train/loss'].mean() == 1.5
+
+
+def test_what_the_unpickler_builds_is_bounded(tmp_path, monkeypatch):
+    """Counted in the pickle's opcodes before ``torch.load`` runs (the
+    crafted files: hash keys, views of shared storage, long config text)."""
+    torch.save({'state_dict': {'w': torch.ones(1)}, 'meta': dict(
+        x=[[]] * 30)}, tmp_path / 'x.pth')
+    load(tmp_path / 'x.pth')
+    monkeypatch.setattr(load_module, 'MAX_OBJECTS', 25)
+    with pytest.raises(CheckpointError, match='it builds more than 25 '
+                       'objects'):
+        load(tmp_path / 'x.pth')
+
+
+def test_config_text_is_parsed_only_when_short(tmp_path):
+    """At most ``MAX_CONFIG_CHARS`` characters go to ``ast.parse`` (4 MB of
+    text took 2 GB there); an int wider than 64 bits is left out (a
+    5,000-digit literal broke the export's JSON)."""
+    path, pad = tmp_path / 'x.pth', load_module.MAX_CONFIG_CHARS
+    for cfg, want in (
+            ("model = dict(type='X', depth=0x" + 'f' * 5000 + ')\n',
+             dict(model=dict(type='X'))),
+            ('x = 1\n' + '#' * (pad - 6), dict(x=1)),
+            ('x = 1\n' + '#' * (pad - 5), None)):
+        torch.save({'state_dict': {'w': torch.ones(1)}, 'meta': dict(
+            cfg=cfg)}, path)
+        assert load(path)['meta'].get('cfg') == want

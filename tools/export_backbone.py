@@ -27,22 +27,38 @@ export checks exactly that and prints the call
 (:func:`tlalign_mm.downstream.export.export_timm`).
 """
 import argparse
+import importlib.util
 import os.path as osp
 import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+sys.path.insert(0, ROOT)  # this checkout's tlalign_mm, installed or not
 
-from tlalign_mm.checkpoint import install, run_tool  # noqa: E402
-from tlalign_mm.downstream.export import (  # noqa: E402
-    TARGETS,
-    export_backbone,
-    export_timm,
-)
+
+def load_cli():
+    """:mod:`tlalign_mm.apis.cli` (standard library only), without running
+    ``tlalign_mm/__init__`` (torch and OpenMMLab: seconds): ``--help`` and
+    a wrong argument answer at once; what the tool does is imported after
+    parsing."""
+    name = 'tlalign_mm.apis.cli'
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, osp.join(ROOT, 'tlalign_mm', 'apis', 'cli.py'))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+#: tlalign_mm.downstream.export.TARGETS (not imported before parsing)
+TARGETS = ('mmpretrain', 'mmseg', 'mmdet')
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        description='Export the backbone tensors of a classifier checkpoint')
+        description='Export the backbone tensors of a classifier checkpoint '
+        'as a small file that loads with torch.load(weights_only=True) '
+        'anywhere (--format timm: a plain timm state dict).',
+        epilog=load_cli().DEBUG_HELP)
     parser.add_argument('checkpoint', help='Runner checkpoint (.pth)')
     parser.add_argument('out', help='output file')
     parser.add_argument('--to', choices=TARGETS, default='mmpretrain',
@@ -73,6 +89,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    from tlalign_mm.checkpoint import install
+    from tlalign_mm.downstream.export import export_backbone, export_timm
     install()  # every load through tlalign_mm.checkpoint.load
     if args.format == 'timm':
         info = export_timm(args.checkpoint, args.out, args.config)
@@ -95,4 +113,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    run_tool(main)
+    load_cli().run_tool(main)  # a refused file: one line (--debug)

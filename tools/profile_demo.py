@@ -203,7 +203,9 @@ def profile_run(job, bare_n, profile_iters, compile=False):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--models', nargs='+', choices=list(demo.MODELS),
-                        default=list(demo.MODELS))
+                        default=list(demo.FULL['models']),
+                        help='default: the full job\'s, '
+                        f'{", ".join(demo.FULL["models"])}')
     parser.add_argument('--targets', nargs='+', choices=list(demo.TARGETS),
                         default=list(demo.TARGETS))
     parser.add_argument('--seeds', type=int, nargs='+', default=[0],
@@ -214,7 +216,8 @@ def main(argv=None):
                         'step\'s): the first run of a model pays the '
                         'compile, the later ones reuse it')
     parser.add_argument('--epochs', type=int, default=None,
-                        help='default: the recipe\'s 30')
+                        help='default: each model\'s recipe (its configs\' '
+                        'train_cfg.max_epochs)')
     parser.add_argument('--bare', type=int, default=None,
                         help='bare steps after each epoch (default: as many '
                         'as the epoch has iterations)')

@@ -5,33 +5,40 @@ its dataset, printing every change made to make the run small
 (:mod:`tlalign_mm.testing.smoke` says what it changes).
 
     python tools/smoke.py CONFIG [--size PX] [--work-dir DIR]
-                          [--cfg-options KEY=VALUE ...]
+                          [--checkpoint FILE] [--cfg-options KEY=VALUE ...]
 
 Any ``tools/train.py`` option is passed on (``--amp``, ``--cfg-options``,
-...); the user's ``--cfg-options`` apply before smoke's changes.
+...); the user's ``--cfg-options`` apply before smoke's changes. A
+downstream config's pretrained checkpoint (``--checkpoint FILE``, or the
+config's own file where it exists) is loaded strictly, as training would.
 """
-import argparse
+import importlib.util
 import os.path as osp
 import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+sys.path.insert(0, ROOT)  # this checkout's tlalign_mm, installed or not
 
-from tlalign_mm.checkpoint import run_tool  # noqa: E402
-from tlalign_mm.testing.smoke import smoke  # noqa: E402
+
+def load_cli():
+    """:mod:`tlalign_mm.apis.cli` (standard library only), without running
+    ``tlalign_mm/__init__`` (torch and OpenMMLab: seconds): ``--help`` and
+    a wrong argument answer at once; what the tool does is imported after
+    parsing."""
+    name = 'tlalign_mm.apis.cli'
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, osp.join(ROOT, 'tlalign_mm', 'apis', 'cli.py'))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description='Two training iterations and one validation step of a '
-        'config on a tiny synthetic copy of its dataset',
-        epilog='Other options go to tools/train.py (e.g. --cfg-options).')
-    parser.add_argument('config', help='config file path')
-    parser.add_argument('--size', type=int, help='input size in px (default '
-                        '32 classification, 64 segmentation, 128 detection)')
-    parser.add_argument('--work-dir', help='where the data and logs go '
-                        '(default: a new temporary folder)')
-    args, rest = parser.parse_known_args(argv)
-    result = smoke(args.config, rest, args.size, args.work_dir)
+    args, rest = load_cli().parse_smoke_args(argv)
+    from tlalign_mm.testing.smoke import smoke
+    result = smoke(args.config, rest, args.size, args.work_dir,
+                   args.checkpoint)
     steps = result['steps']
     losses = ', '.join(f'{x:.4g}' for x in result['losses'])
     done = f'{steps["test"]} test step' if steps['test'] else \
@@ -42,4 +49,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    run_tool(main)
+    load_cli().run_tool(main)

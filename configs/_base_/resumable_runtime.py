@@ -2,11 +2,12 @@
 # config's _base_ list (beside any other base: it sets no key other bases
 # set, so it composes with configs that have their own custom_hooks).
 #
-# tools/train.py then adds LastCheckpointHook: the full Runner checkpoint
-# goes to work_dir/last.pth every `interval` iterations (atomically), so a
-# killed job loses at most `interval` iterations instead of up to an epoch
-# (1,251 iterations per ImageNet epoch at batch 1,024), with the random
-# number generator states; on
+# tools/train.py adds LastCheckpointHook to every training run: the full
+# Runner checkpoint goes to work_dir/last.pth (atomically) every 10 minutes
+# and when Ctrl-C or SIGTERM stops the run; with this file also every
+# `interval` iterations, so a killed job loses at most `interval`
+# iterations instead of up to an epoch (1,251 iterations per ImageNet epoch
+# at batch 1,024), with the random number generator states; on
 #   tools/train.py CONFIG --resume
 # the run continues at the batch the checkpoint reached with the same random
 # draws, and ends as the uninterrupted run would (bit for bit on one process

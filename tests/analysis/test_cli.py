@@ -79,3 +79,16 @@ def test_counts_below_one_and_empty_datasets_are_refused(run_tool, capsys,
                         '--cfg-options', NO_SERIALIZE,
                         'test_dataloader.dataset.indices=0'])
     assert not any(tmp_path.iterdir())  # no output file with zeros
+
+
+@pytest.mark.parametrize('tool', TOOLS)
+def test_a_config_the_model_refuses_is_one_line(run_tool, tmp_path, tool):
+    """It was a traceback (issue 41); --debug keeps it."""
+    argv = [VIT_CONFIG, 'none', '--work-dir', tmp_path, '--cfg-options',
+            'model.align_cfg.align_layer=last']
+    with pytest.raises(SystemExit, match=(
+            f"^error: {re.escape(VIT_CONFIG)}: model: Unknown TL-Align "
+            r"options \['align_layer'\]")):
+        run_tool(tool, argv)
+    with pytest.raises(ValueError, match='Unknown TL-Align options'):
+        run_tool(tool, [*argv, '--debug'])

@@ -73,3 +73,25 @@ def test_a_class_token_that_joins_late_is_no_patch_of_the_initial_map(
                                                           (2, 2)))
     torch.testing.assert_close(maps.aligned, label_map_of(history[-1][:, 1:],
                                                           (2, 2)))
+
+
+def test_maps_of_a_class_token_that_joins_later():
+    """T2T-ViT: the initial map is the first tokens' (its soft split's 4 px
+    stride: a 16x16 grid of a 64 px image, no class token yet), the
+    aligned map the last block's patch tokens (4x4), after the class
+    token."""
+    from types import SimpleNamespace
+
+    from tlalign_mm.analysis.mixed_batches import MixedBatch
+    from tlalign_mm.core import MixRecord
+
+    from ..models import zoo
+    images, pw, targets = zoo.random_mix(2, 2, 64, 64, box=(8, 40, 20, 52))
+    record = MixRecord(pw, torch.tensor([[0, 1], [1, 0]]), pw.mean((2, 3)))
+    model = SimpleNamespace(backbone=zoo.build(zoo.T2T))
+    maps = label_maps(model, MixedBatch(images, images, record, targets))
+    history = aligned_forward(model.backbone, images, pw,
+                              keep_history=True).history
+    assert maps.initial.shape == (2, 2, 16, 16)
+    assert torch.equal(maps.initial, label_map_of(history[0], (16, 16)))
+    assert torch.equal(maps.aligned, label_map_of(history[-1][:, 1:], (4, 4)))

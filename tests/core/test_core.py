@@ -256,3 +256,43 @@ def test_pooled_and_subset_queries_equal_the_hand_computation():
     y = (P2 @ y + head_mean(q1, k1) @ y) / 2
     assert (history[2].double() - y).abs().max() < 1e-6
     assert (history[3].double() - y[:, :1]).abs().max() < 1e-6  # selected
+
+
+def test_extra_tokens_that_join_later_start_at_the_area_share():
+    """``extra_from=2`` (T2T-ViT's class token): blocks 0 and 1 move the
+    patch tokens alone (with a 2x2 merge before block 1, at a float scale),
+    the class token joins before block 2 at ``area_share`` and moves with
+    them from there; the head reads it."""
+    torch.manual_seed(0)
+    B, H, d, S = 2, 2, 4, 3
+    Y = torch.rand(B, 8, S)
+    Y = Y / Y.sum(-1, keepdim=True)
+    area = torch.tensor([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
+    q0, k0 = (torch.randn(B, H, 8, d) * 2 for _ in range(2))
+    q1, k1 = (torch.randn(B, H, 2, d) * 2 for _ in range(2))
+    q2, k2 = (torch.randn(B, H, 3, d) * 2 for _ in range(2))
+    merge = TokenStep((2, 4), lambda label_map: flatten_label_map(
+        F.avg_pool2d(label_map, 2)), 'merge')
+    slots = [Slot(q=q0, k=k0),
+             Slot(q=q1, k=k1, scale=8., steps=[merge], attention_at=1),
+             Slot(q=q2, k=k2), Slot()]
+    records = Recorded(slots, lambda pixel_weights: Y, extra_tokens=1,
+                       readout=(0, 1), extra_from=2)
+    labels, history = align(records, torch.ones(B, S, 1, 1) / S, area,
+                            keep_history=True)
+
+    y = Y.double()
+    y = (y + head_mean(q0, k0) @ y) / 2
+    y = y.view(B, 2, 4, S).permute(0, 3, 1, 2)  # the merge: 2x2 means
+    y = y.reshape(B, S, 1, 2, 2, 2).mean((3, 5)).flatten(2).transpose(1, 2)
+    y = (y + head_mean(q1, k1, scale=torch.tensor([8., 8.])) @ y) / 2
+    after_1 = y
+    y = torch.cat([area.double()[:, None], y], 1)  # the class token joins
+    y = (y + head_mean(q2, k2) @ y) / 2
+    assert [tuple(h.shape) for h in history] == [(B, 8, S), (B, 8, S),
+                                                 (B, 2, S), (B, 3, S)]
+    assert (history[2].double() - after_1).abs().max() < 1e-6
+    assert (history[3].double() - y).abs().max() < 1e-6
+    assert (labels.double() - y[:, 0]).abs().max() < 1e-6
+    # it moved, far beyond 1e-6, from where it joined
+    assert (y[:, 0] - area).abs().max() > 1e-2

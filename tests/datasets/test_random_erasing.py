@@ -71,6 +71,11 @@ def test_equals_the_original_on_fixed_seeds(prob, size):
 @pytest.mark.parametrize('build,kwargs,match', [
     (Digits, dict(split='val'), 'split'), (Digits, dict(scale=0), 'scale'),
     (Digits, dict(scale=(16, )), 'scale'),
+    (Digits, dict(scale=16, canvas=(20, 12)), 'smaller than the digit'),
+    (Digits, dict(canvas=16, placement='edge'), 'placement'),
+    (Digits, dict(placement='random'), 'give `canvas`'),
+    (Digits, dict(canvas=16, placement='random', max_shift=-1),
+     'max_shift'),
     (MultiPassSampler, dict(dataset=range(10), num_passes=0), 'num_passes'),
     (MultiPassSampler, dict(dataset=range(0)), 'empty'),
     (erasing, dict(fill=[0, 0, 0], min_aspect=3.), 'min_aspect'),

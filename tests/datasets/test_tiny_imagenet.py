@@ -43,3 +43,24 @@ def test_data_prefix_is_refused_not_read_in_place_of_split(tmp_path):
     val = TinyImageNet(data_root=str(tmp_path), split='val')
     assert all('/val/' in val.get_data_info(i)['img_path']
                for i in range(len(val)))
+
+
+def test_an_image_past_the_pixel_bound_is_refused_before_decoding(
+        tmp_path, monkeypatch):
+    """Issue 39, item 8: a 4,096x4,096 PNG of a few KB (PIL would decode
+    48 MB and only warn below 178 M pixels) fails naming the file, before
+    the pipeline sees it; a 64x64 image loads."""
+    from PIL import Image
+    write_class_folders(str(tmp_path / 'val'), CLASSES[:1], per_class=1,
+                        hw=(64, 64))
+    dataset = TinyImageNet(data_root=str(tmp_path), split='val',
+                           pipeline=[dict(type='LoadImageFromFile')])
+    assert dataset[0]['img'].shape == (64, 64, 3)
+    path = dataset.get_data_info(0)['img_path']
+    Image.new('RGB', (4096, 4096)).save(path)
+    decoded = []
+    monkeypatch.setattr(Image.Image, 'load', lambda *a: decoded.append(1))
+    with pytest.raises(ValueError, match=f'{path} is 4096x4096 pixels, more '
+                       'than the 65536 TinyImageNet allows'):
+        dataset[0]
+    assert decoded == []

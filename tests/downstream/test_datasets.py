@@ -1,7 +1,8 @@
-"""Datasets of the downstream configs on tiny files in the official
-layouts: a missing dataset fails before the run, naming what is missing and
-the layout expected; nothing is ever downloaded; a crafted CIFAR file runs
-nothing. (ImageNet-A/R/V2/C: test_robustness.py.)"""
+"""Datasets of the configs on tiny files in the official layouts: a
+missing dataset (every type the configs use) fails before the run, naming
+what is missing and the layout expected; nothing is ever downloaded; a
+crafted CIFAR file runs nothing. (ImageNet-A/R/V2/C's contents:
+test_robustness.py.)"""
 import glob
 import os
 import os.path as osp
@@ -20,14 +21,29 @@ from tlalign_mm.datasets import (
     LocalCIFAR100,
     check_config_datasets,
 )
-from tlalign_mm.datasets.layouts import check_dataset_layout
+from tlalign_mm.datasets.imagenet_robustness import (
+    CORRUPTIONS,
+    imagenet_synsets,
+    subset_synsets,
+)
+from tlalign_mm.datasets.layouts import (
+    LAYOUTS,
+    OWN_LAYOUTS,
+    _datasets,
+    check_dataset_layout,
+)
 from tlalign_mm.datasets.synthetic import (
     write_ade20k,
     write_cifar,
+    write_class_folders,
     write_coco,
     write_flowers102,
+    write_imagenet,
+    write_imagenet_c,
     write_stanford_cars,
+    write_tiny_imagenet,
 )
+from tlalign_mm.testing.configs import config_paths, load
 
 
 @pytest.mark.parametrize('folder, kind, writer, root, layout, read', [
@@ -43,26 +59,67 @@ from tlalign_mm.datasets.synthetic import (
     ('transfer/*tlalign*cars', 'StanfordCars', write_stanford_cars,
      'data/stanfordcars', 'car_ims/000001.jpg ...    cars_annos.mat',
      'cars_annos.mat'),
+    # issue 41: ImageNet, the dataset of every TL-Align config, failed 434
+    # lines into the log with a bare path; this package's own types named
+    # their layout only once the Runner and the other datasets were built
+    ('tlalign/deit-tiny_4xb256-tlalign', 'ImageNet', write_imagenet,
+     'data/imagenet', 'train/n01440764/*.JPEG', 'train'),
+    ('sl_vit/vit_1xb128-tlalign_cifar10', 'LocalCIFAR10',
+     lambda root: write_cifar(root, 'cifar10'), 'data/cifar10',
+     'cifar-10-batches-py/', 'cifar-10-batches-py/data_batch_3'),
+    ('sl_vit/vit_1xb128-tlalign_cifar100', 'LocalCIFAR100',
+     lambda root: write_cifar(root, 'cifar100'), 'data/cifar100',
+     'cifar-100-python/', 'cifar-100-python/meta'),
+    ('sl_vit/vit_1xb128-tlalign_tiny', 'TinyImageNet', write_tiny_imagenet,
+     'data/tiny-imagenet-200', 'train/<wnid>/images/*.JPEG', 'val'),
+    ('robustness/deit-tiny_in1k_test-imagenet-a', 'ImageNetA',
+     lambda root: write_class_folders(root, subset_synsets('imagenet_a')[:2]),
+     'data/imagenet-a', 'the extracted imagenet-a.tar', ''),
+    ('robustness/deit-tiny_in1k_test-imagenet-r', 'ImageNetR',
+     lambda root: write_class_folders(root, subset_synsets('imagenet_r')[:2]),
+     'data/imagenet-r', 'the extracted imagenet-r.tar', ''),
+    ('robustness/deit-tiny_in1k_test-imagenet-v2', 'ImageNetV2',
+     lambda root: write_class_folders(root, ['0', '1']),
+     'data/imagenetv2-matched-frequency-format-val', '999/*.jpeg', ''),
+    ('robustness/deit-tiny_in1k_test-imagenet-c', 'ImageNetC',
+     lambda root: write_imagenet_c(root, CORRUPTIONS, range(1, 6),
+                                   imagenet_synsets()[:1]),
+     'data/imagenet-c', 'gaussian_noise/', ''),
 ])
 def test_a_missing_dataset_names_the_layout_and_the_file(
         tmp_path, monkeypatch, folder, kind, writer, root, layout, read):
     cfg = Config.fromfile(sorted(glob.glob(osp.join(
         ROOT, 'configs', folder + '*.py')))[0])
+    # a test config: its test data (it trains on ImageNet)
+    loaders = ['test_dataloader'] if folder.startswith('robustness') else \
+        ['train_dataloader', 'val_dataloader', 'test_dataloader']
     monkeypatch.chdir(tmp_path)  # the configs' data roots are relative
     with pytest.raises(FileNotFoundError) as error:
-        check_config_datasets(cfg)
+        check_config_datasets(cfg, loaders)
     message = str(error.value)
     assert message.startswith(f'{kind} (data_root=')
     assert root in message and 'is missing: ' in message
     assert 'Expected layout (nothing is downloaded)' in message
     assert layout in message
     writer(root)  # the official layout, tiny: it passes
-    check_config_datasets(cfg)
+    check_config_datasets(cfg, loaders)
     path = osp.join(root, read)  # remove one thing it reads: named
     shutil.rmtree(path) if osp.isdir(path) else os.remove(path)
     with pytest.raises(FileNotFoundError,
-                       match='is missing: .*' + osp.basename(read)):
-        check_config_datasets(cfg)
+                       match='is missing: .*' + osp.basename(
+                           path.rstrip('/'))):
+        check_config_datasets(cfg, loaders)
+
+
+def test_every_dataset_type_of_the_configs_has_a_layout():
+    """Every dataset a config reads from disk is checked before the run
+    (Digits ships with scikit-learn)."""
+    kinds = {str(d.get('type')).split('.')[-1] for path in config_paths()
+             for key in ('train_dataloader', 'val_dataloader',
+                         'test_dataloader')
+             if (loader := load(path).get(key)) and loader.get('dataset')
+             for d in _datasets(loader['dataset'])}
+    assert kinds - set(LAYOUTS) - set(OWN_LAYOUTS) == {'Digits'}
 
 
 def test_other_datasets_and_remote_roots_are_not_checked():

@@ -83,12 +83,12 @@ def test_bad_prefix_target_or_check_fails_and_leaves_no_file(
     with pytest.raises(ValueError, match='--to'):
         export_backbone(raw, out, to='timm')
     # the tiny export does not fit the real DeiT-S config: the check says
-    # so, naming OUT, before OUT.<pid>.partial becomes OUT
+    # so, naming the temporary file, before it becomes OUT
     real = config_path('transfer',
                        'deit-small_tlalign-in1k-pre_8xb96-1000e_cifar10.py')
-    with pytest.raises(CheckpointMismatchError,
-                       match=f"(?s)'{re.escape(out)}.[0-9]+.partial'.* "
-                       'shape differs'):
+    with pytest.raises(CheckpointMismatchError, match=(
+            f"(?s)'{re.escape(str(tmp_path))}/.backbone.pth.[0-9]+@.*"
+            r"\.partial'.* shape differs")):
         main([raw, out, '--check', real])
     assert os.listdir(tmp_path) == []
     export_backbone(raw, out)
@@ -166,3 +166,83 @@ def test_a_refused_file_is_one_line_and_debug_shows_the_traceback(
     assert sorted(os.listdir(tmp_path)) == ['evil.pth']
     with pytest.raises(CheckpointError, match='io.open'):
         run_script(name, argv + ['--debug'])
+
+
+def _run_tool(argv, capsys):
+    """tools/export_backbone.py as the command line runs it: its stderr
+    (after exit status 1), or '' if it ran."""
+    capsys.readouterr()
+    try:
+        run_script('export_backbone.py', argv)
+    except SystemExit as exit:
+        assert exit.code == 1
+        err = capsys.readouterr().err  # after a logger's complaint about
+        return err[err.find('error: '):]  # an earlier test's closed stream
+    return ''
+
+
+@pytest.mark.parametrize('timm_format', [False, True])
+def test_out_is_replaced_atomically_never_written_through(
+        tmp_path, monkeypatch, capsys, timm_format):
+    """Issue 39, item 9, in both formats: OUT a symlink is replaced (the
+    file it named is untouched), a write that fails leaves OUT as it was
+    and no temporary file, OUT a directory is one ``error:`` line."""
+    ckpt = str(tmp_path / 'epoch_300.pth')
+    if timm_format:
+        make_pretrain_checkpoint(config_path(
+            'tlalign', 'deit-small-timm_4xb256-tlalign_in1k.py'), ckpt, TIMM,
+            width=TIMM['embed_dim'])
+    else:
+        torch.save({'state_dict': {'backbone.w': torch.ones(2)}}, ckpt)
+    args = ['--format', 'timm'] if timm_format else []
+    victim, out = tmp_path / 'victim.txt', tmp_path / 'out.pth'
+    victim.write_text('mine')
+    out.symlink_to(victim)
+    assert _run_tool([ckpt, str(out), *args], capsys) == ''
+    assert victim.read_text() == 'mine' and not out.is_symlink()
+    exported = out.read_bytes()
+
+    def broken(obj, f):  # a kill or full disk half way through
+        f.write(b'PK half')
+        raise OSError('No space left on device')
+    monkeypatch.setattr(torch, 'save', broken)
+    with pytest.raises(OSError, match='No space'):
+        _run_tool([ckpt, str(out), *args], capsys)
+    assert out.read_bytes() == exported
+    assert sorted(os.listdir(tmp_path)) == ['epoch_300.pth', 'out.pth',
+                                            'victim.txt']
+    (tmp_path / 'folder').mkdir()
+    err = _run_tool([ckpt, str(tmp_path / 'folder'), *args], capsys)
+    assert err == f'error: {tmp_path}/folder is a directory: give a file ' \
+        'path\n'
+
+
+def test_timm_export_refuses_what_is_not_timm_before_building_it(
+        tmp_path, capsys):
+    """Issue 39, items 7 and 9: a non-timm model, a timm backbone without
+    a model_name: one ``error:`` line; a recorded config that sizes the
+    model at 2 TB: its shapes are compared on the meta device (a real
+    model would fail to allocate) and the export refused."""
+    raw, out = str(tmp_path / 'pre.pth'), str(tmp_path / 'out.pth')
+    make_pretrain_checkpoint(PRETRAIN, raw)
+    err = _run_tool([raw, out, '--format', 'timm'], capsys)
+    assert err.startswith('error: --format timm exports PooledTIMMBackbone '
+                          'models') and "'VisionTransformer'" in err
+    assert err.count('\n') == 1
+    huge = str(tmp_path / 'huge.pth')
+    tensors = {f'backbone.timm_model.{k}': v for k, v in timm.create_model(
+        'deit_small_patch16_224', num_classes=0, **TIMM).state_dict().items()}
+    for model_name, refusal in (
+            ('', 'with model_name None: use --format mmpretrain'),
+            ("model_name='deit_small_patch16_224', ", 'shape differs')):
+        torch.save({'meta': {'cfg': (
+            "model = dict(backbone=dict(type='PooledTIMMBackbone', "
+            f"{model_name}img_size=1048576, patch_size=8, embed_dim=32, "
+            'depth=2, num_heads=2))')}, 'state_dict': tensors}, huge)
+        err = _run_tool([huge, out, '--format', 'timm'], capsys)
+        assert err.startswith('error: ') and refusal in err
+    with pytest.raises(CheckpointMismatchError, match=r'(?s)shape differs'
+                       r'.*pos_embed \(1, 17, 32\) in the checkpoint, '
+                       r'\(1, 17179869185, 32\) in the model'):
+        main([huge, out, '--format', 'timm'])
+    assert not os.path.exists(out)

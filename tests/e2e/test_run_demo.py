@@ -1,10 +1,14 @@
 """tools/run_demo.py on a short job (ViT, two seeds, two epochs on part of
-the data): the summary files and the picture, and that a run is
-deterministic (same seed, bit-identical weights) whether it ran in the
-job's forked worker or alone through tools/train.py."""
+the data): what it says before it starts, the summary files and the
+picture beside the recorded evidence, ``--summarize`` of the work dir as it
+finds it, and that a run is deterministic (same seed, bit-identical
+weights) whether it ran in the job's forked worker or alone through
+tools/train.py. Then its command line: a mistake is one ``error:`` line
+before anything runs, and ``--help`` imports none of the libraries."""
 import json
 import os
 import os.path as osp
+import shutil
 import subprocess
 import sys
 
@@ -16,6 +20,8 @@ from tests.cli import tool_main
 from tlalign_mm.apis import demo
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+#: the digits' recipe (30 epochs, 3 of warm-up)
+DIGITS = demo.Recipe(30, 3)
 SMALL = ['train_dataloader.dataset.indices=128',
          'val_dataloader.dataset.indices=64',
          'test_dataloader.dataset.indices=64']
@@ -38,11 +44,18 @@ def job(tmp_path_factory):
 
 
 @pytest.mark.e2e
-def test_summary_files_and_picture(job, run_demo_main):
+def test_summary_files_and_picture(job, run_demo_main, capsys):
     work, out = job
+    # before it starts: the runs, their time here, the full evidence
+    plan = out[:out.index('Logs: ')]
+    assert '4 runs (ViT x CutMix, TL-Align x seeds 0 1, 2 epochs each), 2 ' \
+        'at a time: about ' in plan
+    assert 'The full evidence, 20 seeds per cell (40 runs, about ' in plan
+    assert 'tools/run_demo.py --full --models ViT --epochs 2' in plan
     with open(osp.join(work, 'summary.json')) as f:
         summary = json.load(f)
     assert summary['seeds'] == [0, 1] and summary['epochs'] == 2
+    assert summary['estimate_s'] > 0
     runs = summary['runs']
     assert sorted((r['target'], r['seed']) for r in runs) == [
         ('CutMix', 0), ('CutMix', 1), ('TL-Align', 0), ('TL-Align', 1)]
@@ -50,7 +63,12 @@ def test_summary_files_and_picture(job, run_demo_main):
         assert r['val_epochs'] == [2] and 0 <= r['top1'] <= 100
         assert 0 <= r['label_shift']['mean_abs'] <= 1
         assert r['label_shift']['num_images'] == 64
+        assert r['label_shift']['boxes'] > 1  # 8 batches of 8, a box each
         assert r['wall_s'] > 0
+        # what it ran with, for --summarize to compare
+        assert r['epochs'] == 2 and r['code'] == demo.code_version()
+        assert r['job_options'] == demo.epoch_options(2, DIGITS) + SMALL
+        assert demo.settings(r)['row_options'] == []
     drift = [r['label_drift'] for r in runs if r['target'] == 'TL-Align']
     assert all(d['abs_diff']['epochs'] == [1, 2] for d in drift)
     assert all(r['label_drift'] == {} for r in runs
@@ -76,23 +94,86 @@ def test_summary_files_and_picture(job, run_demo_main):
     progress = out[:out.index(md.strip())]
     assert '4/4 runs' in progress
     assert 'ViT TL-Align − CutMix' in progress and 'W/L/T' in progress
-    assert 'job wall time' in out and 'Per-run wall time' in out
+    assert 'the job took' in out and '(estimated ' in out
     assert 'Per run: ' in out and 'ms per iteration' in out
     assert all(r['iters'] == 4 for r in runs)  # 2 epochs of 2 batches
 
-    # the picture: one model, two panels (3.6 x 6.0 inches at 100 dpi)
+    # beside the recorded full evidence: this job, the same seeds there,
+    # all twenty, and the other model
+    assert [(r['model'], r['what'], r['seeds']) for r in
+            summary['recorded']] == [
+        ('ViT', 'this job', [0, 1]), ('ViT', 'recorded, same seeds', [0, 1]),
+        ('ViT', 'recorded', list(range(20))),
+        ('SL-ViT', 'recorded', list(range(20)))]
+    assert 'Beside the recorded full evidence' in md
+    assert '| ViT    | recorded             | 0–19  | 89.63 ± 3.90' in md
+    headline = out[out.index(md.strip()) + len(md.strip()):]
+    assert f'ViT: TL-Align − CutMix {demo._ci(paired)} points (95% CI, ' \
+        'paired t over 2 seeds)' in headline
+    assert 'moved the target by' in headline
+    assert 'Recorded over 20 seeds: -0.42 [-2.34, +1.50], W/L/T 7/12/1' \
+        in headline
+    assert '2 seeds give a wide interval' in headline
+
+    # the picture: one model, two panels, and the intervals beside the
+    # recorded ones (7.2 x 6.6 inches at 100 dpi)
     import matplotlib.image
     png = matplotlib.image.imread(osp.join(work, 'summary.png'))
-    assert png.shape[:2] == (600, 360)
+    assert png.shape[:2] == (660, 720)
     assert png[..., :3].std() > 0.05  # not blank
 
-    # --summarize re-reads the runs and writes the same numbers
-    run_demo_main(['--models', 'ViT', '--seeds', '0', '1', '--epochs', '2',
-                   '--work-dir', work, '--summarize'])
+    # --summarize finds the runs by itself, says what it read, and writes
+    # the same numbers (and the job's wall time: they are its runs)
+    capsys.readouterr()
+    run_demo_main(['--work-dir', work, '--summarize'])
+    said = capsys.readouterr().out
+    assert said.startswith(f'Reading the runs in {work}')
+    assert 'Read 4 runs: ViT x CutMix, TL-Align x seeds 0 1.' in said
     with open(osp.join(work, 'summary.json')) as f:
         again = json.load(f)
     assert again['models'] == summary['models']
     assert again['wall_s'] == summary['wall_s']
+    assert again['recorded'] == summary['recorded']
+
+
+@pytest.mark.e2e
+def test_summarize_a_partial_job_and_refuse_two_passes(job, run_demo_main,
+                                                       tmp_path, capsys):
+    """Issue 41: after a partial job (seed 1's TL-Align run missing),
+    ``--summarize`` with no other option reads what is there and pairs the
+    complete seeds; issue 39: a run of another pass (--epochs 3) among them
+    is one ``error:`` line naming the setting, and nothing is written."""
+    work = str(tmp_path / 'demo')
+    shutil.copytree(job[0], work)
+    os.remove(osp.join(work, 'summary.json'))
+    shutil.rmtree(osp.join(work, 'vit_tl-align_seed1'))
+    capsys.readouterr()
+    out = run_demo_main(['--work-dir', work, '--summarize'])
+    said = capsys.readouterr().out
+    assert 'Read 3 runs: ViT x CutMix, TL-Align x seeds 0 1.' in said
+    assert 'ViT: seeds 1 left out (not every target has finished)' in said
+    assert out['summary']['ViT']['paired']['TL-Align']['seeds'] == [0]
+    assert '2 runs read from their work dirs' in out['markdown']
+
+    path = osp.join(work, 'vit_cutmix_seed1', 'run.json')
+    with open(path) as f:
+        record = json.load(f)
+    record.update(epochs=3, job_options=demo.epoch_options(3, DIGITS) +
+                  SMALL)
+    with open(path, 'w') as f:
+        json.dump(record, f)
+    os.remove(osp.join(work, 'summary.json'))
+    with pytest.raises(SystemExit) as error:
+        run_demo_main(['--work-dir', work, '--summarize'])
+    message = str(error.value)
+    assert message.startswith(f'error: the runs in {work} come from passes '
+                              'with different settings: --epochs differs (2 '
+                              'in vit_cutmix_seed0 and 1 more; 3 in '
+                              'vit_cutmix_seed1)')
+    assert 'ViT CutMix epochs differs (2 in vit_cutmix_seed0; 3 in ' \
+        'vit_cutmix_seed1)' in message
+    assert 'job_options differs' in message and '\n' not in message
+    assert not osp.exists(osp.join(work, 'summary.json'))
 
 
 @pytest.mark.e2e
@@ -125,23 +206,93 @@ def run_demo_main(monkeypatch):
     return tool_main('run_demo.py')
 
 
-def test_epochs_early_epoch_and_options(run_demo_main, capsys):
-    """--epochs scales the schedule (the recipe's 3 of 30 warm-up epochs:
-    a tenth, at least 1) or fails clearly; the early epoch is a third of
-    the way; --variants and --models do not mix."""
-    assert demo.epoch_options(None) == []
-    for epochs, warmup in ((30, 3), (10, 1), (2, 1)):
-        assert demo.epoch_options(epochs) == [
+def test_epochs_early_epoch_and_options():
+    """--epochs scales the schedule (the recipe's warm-up keeps its share,
+    at least 1 epoch) or fails clearly; the early epoch is a third of the
+    way."""
+    assert demo.epoch_options(None, DIGITS) == []
+    for of, epochs, warmup in ((DIGITS, 30, 3), (DIGITS, 10, 1),
+                               (DIGITS, 2, 1), (demo.Recipe(60, 6), 30, 3),
+                               (demo.Recipe(60, 12), 30, 6)):
+        assert demo.epoch_options(epochs, of) == [
             f'train_cfg.max_epochs={epochs}', f'param_scheduler.0.end='
             f'{warmup}', f'param_scheduler.1.begin={warmup}']
-    with pytest.raises(SystemExit, match='at least 2 epochs'):
-        demo.epoch_options(1)
+    with pytest.raises(demo.JobError, match='at least 2 epochs'):
+        demo.epoch_options(1, DIGITS)
+    with pytest.raises(demo.JobError, match='not a warm-up'):
+        demo.epoch_options(10, demo.Recipe(30, None))
     assert demo.early_epoch([dict(val_epochs=list(range(2, 31, 2)))] *
                             2) == 10
     assert demo.early_epoch([dict(val_epochs=[2])]) is None
-    with pytest.raises(SystemExit):
-        run_demo_main(['--variants', 'x.py', '--models', 'ViT'])
-    assert 'leave out --models' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--variants', 'x.py', '--models', 'ViT'], 'leave out --models'),
+    (['--jobs', '0'], '--jobs must be at least 1'),
+    (['--epochs', '1'], 'a run needs at least 2 epochs'),
+    (['--seeds', '1', '1'], '--seeds repeats a seed'),
+    (['--full', '--seeds', '0'], '--full is seeds 0-19'),
+    (['--models', 'DeiT'], "invalid choice: 'DeiT'"),
+    (['--seeds', 'x'], "invalid int value: 'x'"),
+    (['--variants', 'missing.py'], '--variants missing.py: no such file'),
+    (['--cfg-options', 'model.x'], "takes KEY=VALUE, got ['model.x']"),
+    (['--record', '.'], 'is a directory'),
+])
+def test_a_mistake_in_the_options_is_one_error_line(run_demo_main, capsys,
+                                                    argv, message):
+    """Issue 41: exit status 1 and one line, not the usage block, before
+    anything is imported or written."""
+    with pytest.raises(SystemExit) as error:
+        run_demo_main(argv)
+    assert error.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith('error: ') and err.count('\n') == 1, err
+    assert message in err
+
+
+@pytest.mark.e2e
+def test_a_config_mistake_is_one_line_before_any_run(run_demo_main,
+                                                     tmp_path):
+    """A run shorter than the configs' warm-up (the demo configs' 3
+    epochs; --epochs would shrink it) is refused when the configs are
+    checked, before any run: no run folder, no log."""
+    work = str(tmp_path / 'demo')
+    with pytest.raises(SystemExit) as error:
+        run_demo_main(['--models', 'ViT', '--seeds', '0', '--work-dir', work,
+                       '--cfg-options', 'train_cfg.max_epochs=2'])
+    message = str(error.value)
+    assert message.startswith('error: ViT CutMix (configs/demo/vit-tiny-p4_'
+                              '1xb64-cutmix_digits.py --cfg-options '
+                              'train_cfg.max_epochs=2): ValueError: '
+                              'param_scheduler.1 (CosineAnnealingLR) begins')
+    assert 'Traceback' not in message
+    assert not osp.exists(work) or os.listdir(work) == []
+
+
+@pytest.mark.e2e
+def test_help_is_quick_and_says_what_it_refers_to():
+    """Issue 41: ``--help`` imports neither torch nor the package (it took
+    7-16 s), ends its sentences, and describes the --variants format it
+    refers to."""
+    code = ('import runpy, sys\n'
+            "sys.argv = ['tools/run_demo.py', '--help']\n"
+            'try:\n'
+            "    runpy.run_path('tools/run_demo.py', run_name='__main__')\n"
+            'except SystemExit:\n'
+            '    pass\n'
+            "print(sorted({'torch', 'tlalign_mm', 'mmengine', 'mmpretrain'} &"
+            ' set(sys.modules)))\n')
+    out = run([sys.executable, '-c', code])
+    assert out.rstrip().endswith('[]'), out[-300:]
+    description = out[out.index('The main job'):out.index('options:')]
+    for paragraph in description.strip().split('\n\n'):
+        text = paragraph.strip()
+        assert text.endswith(('.', ')')) or 'tools/run_demo.py' in text, text
+    for key in ('`name`', '`model`', '`options`', '`tlalign_options`'):
+        assert key in description
+    assert 'see above' not in out
+    assert 'the file\'s format is described above' in out
+    assert 'the full evidence: ViT, SL-ViT, seeds 0-19' in out
 
 
 VARIANTS = osp.join(ROOT, 'tools', 'demo_variants')
@@ -212,9 +363,9 @@ def test_each_variant_row_is_its_base_twin_with_exactly_the_named_change(
 def test_bad_variants_file_fails_clearly(tmp_path, text, message):
     path = tmp_path / 'rows.py'
     path.write_text(text + '\n')
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(demo.JobError, match=message):
         demo.read_variants(str(path))
-    with pytest.raises(SystemExit, match='no such file'):
+    with pytest.raises(demo.JobError, match='no such file'):
         demo.read_variants(str(tmp_path / 'missing.py'))
 
 

@@ -16,6 +16,7 @@ import os
 import os.path as osp
 
 import pytest
+import torch
 
 from tlalign_mm.testing.configs import ROOT, config_paths
 from tlalign_mm.testing.smoke import smoke
@@ -92,3 +93,36 @@ def test_a_schedule_the_options_break_fails_first(tmp_path):
         smoke(str(config), ['--cfg-options', 'train_cfg.max_epochs=1'],
               work_dir=str(tmp_path))
     assert not (tmp_path / 'data').exists()  # nothing written yet
+
+
+@pytest.mark.e2e
+def test_a_downstream_smoke_run_loads_its_pretrained_checkpoint(tmp_path):
+    """Smoke dropped the config's ``init_cfg=Pretrained``: seeing a TL-Align
+    backbone load into UperNet took a hand-shrunk pretraining, an export
+    and a hand-written 2-iteration run (issue 41). With ``--checkpoint``
+    (or the config's own file, where it exists) it loads as training
+    would: strictly, into the small model (the ViT's position embedding
+    resized by its own load hook); a file that does not fit is refused
+    naming its keys."""
+    from tests.downstream.tiny import make_pretrain_checkpoint
+    from tlalign_mm.checkpoint import CheckpointMismatchError, load
+    config = osp.join(ROOT, 'configs', 'upernet', 'upernet_deit-small-p16-'
+                      'ln-mln_tlalign-in1k-pre_8xb2-160k_ade20k-512x512.py')
+    checkpoint = str(tmp_path / 'deit-small_tlalign.pth')
+    make_pretrain_checkpoint(
+        osp.join(ROOT, 'configs', 'tlalign', 'deit-small_4xb256-tlalign_'
+                 'in1k.py'), checkpoint,
+        backbone=dict(arch='deit-small', img_size=224), width=384)
+    result = smoke(config, work_dir=str(tmp_path / 'work'),
+                   checkpoint=checkpoint)
+    check(result, test=False)
+    assert any('(--checkpoint), loaded as training would' in c
+               for c in result['changes'])
+
+    state = load(checkpoint)['state_dict']
+    del state['backbone.patch_embed.projection.weight']
+    torch.save(dict(state_dict=state), checkpoint)
+    with pytest.raises(CheckpointMismatchError,
+                       match='missing in the checkpoint .*patch_embed'):
+        smoke(config, work_dir=str(tmp_path / 'work2'),
+              checkpoint=checkpoint)

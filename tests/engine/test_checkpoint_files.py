@@ -1,6 +1,9 @@
-"""Which checkpoint auto-resume picks, atomic writes, the sampler skip."""
+"""Which checkpoint auto-resume picks, atomic writes and whose temporary
+files are removed, the sampler skip."""
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -11,7 +14,10 @@ from tlalign_mm.checkpoint import (
     atomic_write,
     find_resume_checkpoint,
 )
+from tlalign_mm.checkpoint.files import HOST, remove_partial_files
 from tlalign_mm.checkpoint.sampler import SkipSampler
+
+from ..cli import ROOT
 
 
 def _ckpt(path, it, epoch=0):
@@ -71,6 +77,46 @@ def test_atomic_write_replaces_whole_files_with_normal_permissions(tmp_path):
     assert os.listdir(tmp_path) == ['a.pth']  # no temporary file left
     os.umask(mask := os.umask(0))  # reads the umask
     assert stat.S_IMODE(os.stat(tmp_path / 'a.pth').st_mode) == 0o666 & ~mask
+
+
+def test_a_second_tool_leaves_a_running_save_alone(tmp_path):
+    """Issue 39, item 2: a process writing the work dir's checkpoint (held
+    between its write and its rename) keeps its temporary file while
+    another tool starts on the same work dir (``CheckpointSafetyHook.
+    before_run`` removes partial files), and its save completes."""
+    out = tmp_path / 'epoch_1.pth'
+    writer = subprocess.Popen(
+        [sys.executable, '-c', 'import sys; from tlalign_mm.checkpoint '
+         'import atomic_write; atomic_write(sys.argv[1], lambda f: (f.write('
+         "b'saved'), print('written', flush=True), sys.stdin.readline()))",
+         str(out)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline() == 'written\n'
+    assert remove_partial_files(str(tmp_path)) == []
+    writer.communicate('go\n', timeout=60)
+    assert writer.returncode == 0 and out.read_bytes() == b'saved'
+    assert os.listdir(tmp_path) == ['epoch_1.pth']
+
+
+def test_only_partial_files_of_a_gone_writer_are_removed(tmp_path):
+    """That of a process of this host that has ended goes; a running
+    one's, another host's, a user's ``.notes.partial``, a directory or a
+    link of the name stay."""
+    gone = subprocess.run([sys.executable, '-c', 'import os; '
+                           'print(os.getpid())'], capture_output=True,
+                          text=True).stdout.strip()
+    name = '.last.pth.{}@{}.0123abcd.partial'.format
+    files = [name(gone, HOST), name(os.getpid(), HOST),
+             name(gone, 'other-host.example'), '.notes.partial']
+    for file in files:
+        (tmp_path / file).write_bytes(b'x')
+    (tmp_path / name(gone, HOST).replace('last', 'dir')).mkdir()
+    os.symlink(tmp_path / '.notes.partial',
+               tmp_path / name(gone, HOST).replace('last', 'link'))
+    assert remove_partial_files(str(tmp_path)) == [
+        str(tmp_path / name(gone, HOST))]
+    assert sorted(os.listdir(tmp_path)) == sorted(files[1:] + [
+        name(gone, HOST).replace('last', w) for w in ('dir', 'link')])
 
 
 def test_skip_sampler_skips_indices_then_runs_the_callback():

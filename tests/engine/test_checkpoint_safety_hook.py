@@ -1,8 +1,10 @@
 """The hooks: a checkpoint that does not fit fails naming the keys, a bare
 state dict cannot be resumed, the tools add each hook once whatever a
-config names it, arguments are checked, exact resume only with the mmengine
-it was checked against. (What a file may hold: ``test_checkpoint_safety.py``;
-kill and resume: ``test_kill_and_resume.py``.)"""
+config names it (LastCheckpointHook to every training run), arguments are
+checked, last.pth after so many minutes, exact resume only with the
+mmengine it was checked against. (What a file may hold:
+``test_checkpoint_safety.py``; kill and resume:
+``test_kill_and_resume.py``.)"""
 import types
 
 import mmengine
@@ -17,6 +19,7 @@ from tlalign_mm.checkpoint import CheckpointMismatchError as Mismatch
 from tlalign_mm.checkpoint import CheckpointSafetyHook as Safety
 from tlalign_mm.checkpoint import LastCheckpointHook as Last
 from tlalign_mm.checkpoint import add_checkpoint_hooks as add_hooks
+from tlalign_mm.checkpoint import hooks as hooks_module
 from tlalign_mm.checkpoint import load_strictly, mmengine_adapter
 
 
@@ -96,12 +99,51 @@ def test_tools_add_each_hook_once(listed, training, added):
         add_hooks(Config(dict(strict_load='no')), training)
 
 
+@pytest.mark.parametrize('setting, added', [
+    ({}, dict(type='LastCheckpointHook', _scope_='tlalign_mm')),
+    (dict(last_checkpoint_hook=dict(minutes=2)), dict(
+        type='LastCheckpointHook', _scope_='tlalign_mm', minutes=2)),
+    (dict(last_checkpoint_hook=None), None)])
+def test_every_training_run_saves_last_by_default(setting, added):
+    """Every config that trains (demo, small-data, transfer, UperNet,
+    Cascade) saves last.pth every 10 minutes and on Ctrl-C, not only the
+    ImageNet configs (issue 41); ``last_checkpoint_hook = None`` opts
+    out."""
+    cfg = add_hooks(Config(dict(default_scope='mmpretrain', **setting)),
+                    training=True)
+    assert cfg.custom_hooks[1:] == ([added] if added else [])
+    if added:
+        hook = HOOKS.build(dict(added))
+        assert (hook.every, hook.minutes) == (None, setting.get(
+            'last_checkpoint_hook', {}).get('minutes', 10))
+
+
 @pytest.mark.parametrize('kwargs', [
-    dict(interval=0), dict(interval=2.5), dict(filename='sub/last.pth'),
+    dict(interval=0), dict(interval=2.5), dict(minutes=0),
+    dict(minutes='5'), dict(minutes=True), dict(filename='sub/last.pth'),
     dict(filename='last.ckpt')])
 def test_last_checkpoint_hook_arguments_are_checked(kwargs):
     with pytest.raises(ValueError, match=f'{next(iter(kwargs))} must be a'):
         Last(**kwargs)
+
+
+def test_last_checkpoint_hook_saves_once_minutes_have_passed(monkeypatch):
+    """At the end of the first iteration ``minutes`` after the last save
+    (the clock restarts at each save), and every ``interval`` iterations;
+    nothing else is read per iteration (no host-device sync)."""
+    clock = [0.0]
+    monkeypatch.setattr(hooks_module.time, 'monotonic', lambda: clock[0])
+    hook, saved = Last(interval=5, minutes=1), []
+    monkeypatch.setattr(hook, '_save_checkpoint',
+                        lambda runner: saved.append(runner.iter + 1))
+    runner = types.SimpleNamespace(iter=0, logger=types.SimpleNamespace(
+        info=lambda message: None))
+    hook._restart_clock()
+    for runner.iter, clock[0] in enumerate(
+            [10, 59, 61, 62, 90, 119, 122, 130, 151, 160]):
+        hook.after_train_iter(runner, 0)
+    # 61 s; 5 iterations (at 90 s: the next is due at 150 s); 151 s; 10
+    assert saved == [3, 5, 9, 10]
 
 
 def test_resumable_runtime_composes_with_a_config_that_has_hooks(tmp_path):

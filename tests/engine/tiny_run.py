@@ -58,7 +58,7 @@ default_hooks = dict(
     checkpoint=dict(type='CheckpointHook', by_epoch={by_epoch},
                     interval={ckpt_interval}, max_keep_ckpts=1))
 custom_hooks = [dict(type='LastCheckpointHook', _scope_='tlalign_mm',
-                     interval={interval})]
+                     interval={interval}, minutes=None)]
 log_processor = dict(by_epoch={by_epoch})
 randomness = dict(seed=0)
 '''

@@ -26,6 +26,7 @@ from typing import Callable, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+from mmcv.cnn.bricks.drop import DropPath
 from mmdet.models.backbones.pvt import SpatialReductionAttention
 from mmpretrain.models.backbones.beit import BEiTAttention
 from mmpretrain.models.utils import MultiheadAttention, ShiftWindowMSA
@@ -60,6 +61,10 @@ class Facts(NamedTuple):
             blocks, calling ``step(Y, AY)`` once per block (see
             :func:`swin_layout`); default by the model's structure (Swin,
             PVT, else a token sequence with the facts above).
+        keeps_before_attention (bool): the drop-paths that run before the
+            first attention drop branches that move labels, in the first
+            block (TinyViT's MBConv blocks); default they move none
+            (HiViT's MLP-only stem).
     """
     attentions: Tuple[type, ...] = ()
     attention: Optional[Callable] = None
@@ -67,6 +72,7 @@ class Facts(NamedTuple):
     prefix: Optional[int] = None
     readout: Optional[Callable] = None
     layout: Optional[Callable] = None
+    keeps_before_attention: bool = False
 
 
 @contextlib.contextmanager
@@ -235,6 +241,46 @@ def token_attention(module, args, kwargs):
     return A, out
 
 
+def rope_attention(module, args, kwargs):
+    """EVA-02's attention with 2D RoPE of ``args[0]``: q, k, v of its
+    ``qkv``; every patch token's q and k (not the class token's) turned by
+    the rotation of consecutive channel pairs, ``t[2j] cos_2j - t[2j+1]
+    sin_2j`` and ``t[2j+1] cos_2j+1 + t[2j] sin_2j+1``, at the angles of
+    the module's ``rope`` tables (``freqs_cos``, ``freqs_sin``, one row per
+    patch); then ``softmax(scale q k^T)``: (A, the output by hand)."""
+    m, x = module, args[0].double()
+    q, k, v = _qkv(m, x, m.num_heads)
+    if m.rope is not None:
+        start = int(m.with_cls_token)
+        cos, sin = m.rope.freqs_cos.double(), m.rope.freqs_sin.double()
+
+        def turn(t):
+            patches = t[..., start:, :]
+            partner = torch.stack([-patches[..., 1::2], patches[..., 0::2]],
+                                  -1).flatten(-2)
+            return torch.cat([t[..., :start, :],
+                              patches * cos + partner * sin], -2)
+
+        q, k = turn(q), turn(k)
+    A, out = _attend(_logits(m, q, k), v)
+    return A, lin(m.proj, out)
+
+
+def t2t_attention(module, args, kwargs):
+    """mmpretrain's ``MultiheadAttention`` as T2T-ViT builds it (``qk_scale``
+    always set) of ``args[0]``: ``softmax(q k^T * head_dims ** 0.5)``:
+    mmpretrain 1.2.0's ``scaled_dot_product_attention_pyimpl`` divides by
+    the ``scale`` it is bound to, ``head_dims ** -0.5``
+    (``models/utils/attention.py`` l. 43, 561-564); with ``v_shortcut``
+    (a T2T block, one head) ``v`` is added to the output: (A, the output
+    by hand)."""
+    m, x = module, args[0].double()
+    q, k, v = _qkv(m, x, m.num_heads)
+    A, out = _attend(q @ k.transpose(-2, -1) * m.head_dims**0.5, v)
+    out = lin(m.proj, out)
+    return A, out + v.squeeze(1) if m.v_shortcut else out
+
+
 def window_attention(module, x, hw):
     """All window attentions of a ``(B, H*W, C)`` map (Swin, Swin V2, LSA
     windows) as one dense attention over the zero-padded map:
@@ -266,10 +312,12 @@ def window_attention(module, x, hw):
                                                               coords))))
         logits = q @ k.transpose(-2, -1) * scale + table[dy, dx].permute(
             2, 0, 1)
-    else:
+    elif hasattr(w_msa, 'relative_position_bias_table'):
         table = w_msa.relative_position_bias_table.double()
         logits = _logits(w_msa, q, k) + table[dy * (2 * ws - 1) + dx].permute(
             2, 0, 1)
+    else:  # DaViT's: no position bias
+        logits = _logits(w_msa, q, k)
     if shift > 0:  # mmpretrain's mask: -100 across shift regions
         def region(z, size):
             return (z >= size - ws).long() + (z >= size - shift).long()
@@ -343,23 +391,44 @@ def dense_labels(model, calls, pixel_weights, targets, facts: Facts = Facts(),
     layers = None if align_layers == 'all' else [-1] if \
         align_layers == 'last' else align_layers
 
-    def step(Y, AY=None, renormalise=False, branches=(), residual=True):
+    def step(Y, AY=None, renormalise=False, branches=(), before=(),
+             attention_keep=(0, ), residual=True):
         """Block ``len(history) - 1``'s update of ``Y``, recorded; without
-        ``AY``, the initial labels. ``branches``: ``(W, k)`` per residual
-        convolution branch after the attention, ``W(Y)`` its window means,
-        ``k`` the index of its drop-path call in the block. ``residual``:
-        ``False`` for a block that does not add ``Y`` (``Y <- AY``)."""
-        i, new = len(history) - 1, Y
+        ``AY``, the initial labels. ``AY``: ``Ā Y``, or a function of the
+        labels after ``before``. ``branches`` (after the attention) and
+        ``before``: in order, ``(W, k)`` per residual convolution branch,
+        ``W(Y)`` its window means, ``k`` the index of its drop-path call
+        in the block (``None``: it has none), or a function ``Y -> Y'``, a
+        token step (a merge, a conv on the trunk), which applies in a block
+        that does not align too. ``attention_keep``: the indices of the
+        drop-path calls on the attention branch (all must keep it).
+        ``residual``: ``False`` for a block that does not add ``Y`` (``Y <-
+        Ā Y``, no drop-path on it)."""
+        i = len(history) - 1
         kept = keeps[i] if keeps is not None and i >= 0 else []
-        if AY is not None and (layers is None or i in layers
-                               or i - n in layers):
-            new = _update(Y, AY, residual_norm and residual, renormalise)
-            if kept and residual:  # (no residual: no drop-path on it)
-                new = torch.where(kept[0].view(-1, 1, 1), new, Y)
-            for W, k in branches:
-                moved = _update(new, W(new), residual_norm)
-                new = torch.where(kept[k].view(-1, 1, 1), moved, new) if \
-                    kept else moved
+        aligns = AY is not None and (layers is None or i in layers
+                                     or i - n in layers)
+
+        def keep(moved, Y, ks):
+            ks = [kept[k] for k in ks if k is not None] if kept else []
+            return torch.where(torch.stack(ks).all(0).view(-1, 1, 1), moved,
+                               Y) if ks else moved
+
+        def run(Y, ops):
+            for op in ops:
+                if callable(op):
+                    Y = op(Y)
+                elif aligns:
+                    W, k = op
+                    Y = keep(_update(Y, W(Y), residual_norm), Y, [k])
+            return Y
+
+        new = run(Y, before)
+        if aligns:
+            moved = _update(new, AY(new) if callable(AY) else AY,
+                            residual_norm and residual, renormalise)
+            new = keep(moved, new, attention_keep) if residual else moved
+        new = run(new, branches)
         history.append(new)
         return new
 
@@ -445,6 +514,30 @@ def pvt_layout(model, calls, pix, step, verify):
     return final
 
 
+def t2t_layout(model, calls, pix, step, verify):
+    """T2T-ViT: ``soft_split0``'s windows (7x7, stride 4, padding 2) give
+    the first tokens; each T2T block is followed by a soft split (3x3,
+    stride 2, padding 1: window means); then the class token, at the area
+    label (each source's pixel share), and the encoder; the head reads by
+    ``out_type``. Every attention is :func:`t2t_attention`."""
+    t2t, it = model.tokens_to_token, iter(calls)
+    Y, hw = conv_means(pix, t2t.soft_split0)
+    step(Y)
+    for split in (t2t.soft_split1, t2t.soft_split2):
+        module, args, kwargs, out = next(it)
+        A, dense_out = t2t_attention(module, args, kwargs)
+        verify(out, dense_out)
+        Y, hw = conv_means(step(Y, A.mean(1) @ Y).reshape(-1, *hw,
+                                                           Y.shape[-1]), split)
+    area = pix.mean((1, 2))[:, None]
+    Y = torch.cat([area.expand(-1, model.num_extra_tokens, -1), Y], 1)
+    for module, args, kwargs, out in it:
+        A, dense_out = t2t_attention(module, args, kwargs)
+        verify(out, dense_out)
+        Y = step(Y, A.mean(1) @ Y)
+    return token_readout(model)(Y)
+
+
 def token_readout(model):
     """What a ViT-like head reads, by ``out_type`` or timm's
     ``global_pool``: ``(B, N, C)`` -> ``(B, C)``."""
@@ -483,3 +576,207 @@ def token_layout(model, calls, pix, step, verify, facts, area_share,
         verify(out, dense_out)
         Y = step(Y, A.mean(1) @ Y)
     return (facts.readout or token_readout(model))(Y)
+
+
+# -- Twins, DaViT, TinyViT ------------------------------------------------
+def map_means(conv, hw):
+    """``W``: ``(B, h*w, C)`` labels of an ``hw`` map -> their means under
+    ``conv``'s windows (a conv that keeps the grid, or a merge)."""
+    return lambda Y: conv_means(Y.reshape(-1, *hw, Y.shape[-1]), conv)[0]
+
+
+def gsa_attention(module, x, hw):
+    """Twins' global sub-sampled attention of ``x`` by hand: q from ``q``,
+    keys and values from ``kv`` of the map reduced by the ``sr`` conv and
+    its norm, SDPA's scale: (A (B, H, N, M), the module's output)."""
+    x = x.double()
+    B, N, C = x.shape
+    x_kv = x
+    if module.sr_ratio > 1:
+        sr = module.sr
+        x_kv = F.conv2d(x.transpose(1, 2).reshape(B, C, *hw),
+                        sr.weight.double(), sr.bias.double(), sr.stride)
+        x_kv = norm(module.norm, x_kv.flatten(2).transpose(1, 2))
+    q = _heads(lin(module.q, x), B, module.num_heads)
+    k, v = (_heads(t, B, module.num_heads)
+            for t in lin(module.kv, x_kv).chunk(2, -1))
+    A, out = _attend(_logits(module, q, k), v)
+    return A, lin(module.proj, out)
+
+
+def local_attention(module, x, hw):
+    """Twins' locally-grouped attention of a ``(B, H*W, C)`` map as one
+    dense attention over the bottom/right zero-padded map, windows from
+    coordinates, with the module's padding mask: -1000 between a padded
+    and a real position, where a side that is not padded marks every
+    position padded (mmpretrain fills ``mask[-pad:]``, and ``-0:`` is all):
+    with one side padded, padded keys are attended.
+    (A (B, heads, Np, Np), the module's output, real positions)."""
+    ws, (H, W) = module.window_size, hw
+    B, _, C = x.shape
+    Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
+    grid = x.new_zeros(B, Hp, Wp, C, dtype=torch.double)
+    grid[:, :H, :W] = x.reshape(B, H, W, C).double()
+    r, c = torch.arange(Hp).repeat_interleave(Wp), torch.arange(Wp).repeat(Hp)
+    window = (r // ws) * (Wp // ws) + c // ws
+    q, k, v = _qkv(module, grid.reshape(B, Hp * Wp, C), module.num_heads)
+    every = torch.ones_like(r, dtype=torch.bool)
+    marked = (r >= H if Hp > H else every) | (c >= W if Wp > W else every)
+    logits = _logits(module, q, k) - 1000. * (
+        marked[:, None] != marked[None]).double()
+    logits = logits.masked_fill(window[:, None] != window[None],
+                                float('-inf'))
+    A, out = _attend(logits, v)
+    real = (r < H) & (c < W)
+    return A, lin(module.proj, out)[:, real], real
+
+
+def twins_layout(model, calls, pix, step, verify):
+    """Twins PCPVT and SVT: per stage, its embedding (non-overlapping,
+    corner padded), blocks of global sub-sampled attention (keys the means
+    under the ``sr`` conv's windows) or locally-grouped attention (windows,
+    padded keys carry no label: renormalised), the PEG after the first
+    block a residual branch of its 3x3 conv's window means (no drop-path).
+    A GSA block's attention branch runs two drop-paths (its ``out_drop``,
+    then the block's ``drop_path`` when it is one); an LSA block's only the
+    block's. The head reads the mean token of the last output stage."""
+    it, grid, final = iter(calls), pix, None
+    for s, (embed, blocks, peg) in enumerate(zip(
+            model.patch_embeds, model.stages, model.position_encodings)):
+        patch = embed.projection.kernel_size[0]
+        Y = patch_means(grid, patch)
+        hw = tuple(-(-n // patch) for n in grid.shape[1:3])
+        if s == 0:
+            step(Y)
+        for j, block in enumerate(blocks):
+            module, args, _, out = next(it)
+            dp = int(isinstance(block.drop_path, DropPath))
+            pegs = [(map_means(peg.proj, hw), None)] if j == 0 else []
+            if hasattr(module, 'kv'):  # GSA
+                A, dense_out = gsa_attention(module, args[0], hw)
+                Y_kv = Y if module.sr_ratio == 1 else map_means(module.sr,
+                                                                hw)(Y)
+                verify(out, dense_out)
+                Y = step(Y, A.mean(1) @ Y_kv, branches=pegs,
+                         attention_keep=(0, 1)[:1 + dp])
+            else:
+                A, dense_out, real = local_attention(module, args[0], hw)
+                verify(out, dense_out)
+                Y = step(Y, A.mean(1)[:, real][..., real] @ Y,
+                         renormalise=True, branches=pegs,
+                         attention_keep=(0, )[:dp])
+        grid = Y.reshape(-1, *hw, Y.shape[-1])
+        if s in model.out_indices:
+            final = Y.mean(1)
+    return final
+
+
+def davit_layout(model, calls, pix, step, verify):
+    """DaViT: the embedding's 7x7 stride-4 windows ('same' padding, less
+    on the top/left), per block a residual branch of the spatial block's
+    ``cpe1`` (window means of its 3x3 conv), its window attention
+    (``window_attention``: no position bias; padded keys carry no label),
+    then the branches of the spatial ``cpe2`` and the channel block's two
+    CPEs (the channel attention mixes channels: no label moves); a 2x2
+    stride-2 downsample between stages; the head reads the mean token of
+    the last output stage."""
+    conv = model.patch_embed.projection
+    (k, _), (s, _) = conv.kernel_size, conv.stride
+    hw = tuple(-(-n // s) for n in pix.shape[1:3])
+    top = max((hw[0] - 1) * s + k - pix.shape[1], 0) // 2
+    assert pix.shape[1] == pix.shape[2]  # (one padding for H and W)
+    Y = step(window_means(pix, hw, k, s, top))
+    it, final = iter(calls), None
+    for i, stage in enumerate(model.stages):
+        for block in stage.blocks:
+            module, args, _, out = next(it)
+            hw = tuple(args[1])
+            A, dense_out, real = window_attention(module, args[0], hw)
+            verify(out, dense_out)
+            sp, ch = block.spatial_block, block.channel_block
+            Y = step(Y, lambda Y, A=A.mean(1)[:, real][..., real]: A @ Y,
+                     renormalise=True,
+                     before=[(map_means(sp.cpe1.proj, hw), None)],
+                     branches=[(map_means(m.proj, hw), None)
+                               for m in (sp.cpe2, ch.cpe1, ch.cpe2)])
+        if i in model.out_indices:
+            final = Y.mean(1)
+        if stage.downsample is not None:
+            Y, hw = conv_means(Y.reshape(-1, *hw, Y.shape[-1]),
+                               stage.downsample.projection)
+    return final
+
+
+def le_attention(module, args, kwargs):
+    """mmpretrain's ``LeAttention`` (TinyViT's windows) of ``args[0]`` by
+    hand: its LayerNorm, per head ``[key_dim, key_dim, d]`` of ``qkv``'s
+    output, scale ``key_dim ** -0.5``, and the bias of each pair's offset
+    ``(|dy|, |dx|)`` in the square window of side ``w`` (its table lists
+    offsets as first met from position (0, 0): ``(a, b)`` is entry ``a * w
+    + b``): (A (B, H, N, N), the module's output)."""
+    m, x = module, norm(module.norm, args[0].double())
+    B, N, _ = x.shape
+    q, k, v = (t.transpose(1, 2) for t in lin(m.qkv, x).view(
+        B, N, m.num_heads, -1).split([m.key_dim, m.key_dim, m.d], -1))
+    w = math.isqrt(N)
+    dy = (torch.arange(N) // w)[:, None] - (torch.arange(N) // w)[None]
+    dx = (torch.arange(N) % w)[:, None] - (torch.arange(N) % w)[None]
+    bias = m.attention_biases.double()[:, dy.abs() * w + dx.abs()]
+    A, out = _attend(q @ k.transpose(-2, -1) * m.key_dim**-0.5 + bias, v)
+    return A, lin(m.proj, out)
+
+
+def windows_to_map(A, hw, ws):
+    """``(B*nW, heads, ws², ws²)`` window attention -> its head mean over
+    the bottom/right padded map ``(B, Np, Np)`` (zero across windows), and
+    the real positions."""
+    H, W = hw
+    Hp, Wp = -(-H // ws) * ws, -(-W // ws) * ws
+    r, c = torch.arange(Hp).repeat_interleave(Wp), torch.arange(Wp).repeat(Hp)
+    window, at = (r // ws) * (Wp // ws) + c // ws, (r % ws) * ws + c % ws
+    A = A.mean(1).view(-1, (Hp // ws) * (Wp // ws), ws * ws, ws * ws)
+    dense = A[:, window[:, None], at[:, None], at[None]]
+    return dense * (window[:, None] == window[None]), (r < H) & (c < W)
+
+
+def tinyvit_layout(model, calls, pix, step, verify):
+    """TinyViT: its stem's two 3x3 stride-2 convs (window means, in order);
+    the MBConv blocks residual branches of their 3x3 depth-wise conv's
+    window means and merges the means under their stride-2 conv's windows,
+    both before the next attention (in its block); each block's window
+    attention over the zero-padded map (padded keys attended, carrying no
+    label: renormalised), then its local conv's window means on the trunk.
+    Drop-path calls: the MBConv blocks', then the attention branch's. The
+    head reads the mean token of the last stage (``out_indices``: it)."""
+    grid = pix
+    for conv in (model.patch_embed.seq[0].conv2d,
+                 model.patch_embed.seq[2].conv2d):
+        Y, hw = conv_means(grid, conv)
+        grid = Y.reshape(-1, *hw, Y.shape[-1])
+    Y, it, before, dps = step(Y), iter(calls), [], 0
+    for stage in model.stages:
+        for block in stage.blocks:
+            if not hasattr(block, 'attn'):  # MBConv
+                dp = isinstance(block.drop_path, DropPath)
+                before.append((map_means(block.conv2.conv2d, hw),
+                               dps if dp else None))
+                dps += dp
+                continue
+            module, args, _, out = next(it)
+            A, dense_out = le_attention(module, args, {})
+            verify(out, dense_out)
+            A, real = windows_to_map(A, hw, block.window_size)
+            Y = step(Y, lambda Y, A=A[:, real][..., real]: A @ Y,
+                     renormalise=True, before=before,
+                     attention_keep=(dps, )[:isinstance(block.drop_path,
+                                                         DropPath)],
+                     branches=[map_means(block.local_conv.conv2d, hw)])
+            before, dps = [], 0
+        if stage.downsample is not None:
+            merge = stage.downsample.conv2.conv2d
+            before.append(map_means(merge, hw))
+            (k, _), (s, _), (p, _) = merge.kernel_size, merge.stride, \
+                merge.padding
+            hw = tuple((n + 2 * p - k) // s + 1 for n in hw)
+    assert list(model.out_indices) == [len(model.stages) - 1]
+    return Y.mean(1)

@@ -11,16 +11,39 @@ from typing import NamedTuple, Tuple
 import pytest
 import timm
 import torch
+from mmpretrain.models.backbones.hivit import Attention as HiViTAttention
+from mmpretrain.models.backbones.twins import LocallyGroupedSelfAttention
+from mmpretrain.models.backbones.vit_eva02 import AttentionWithRoPE
+from mmpretrain.models.utils import LeAttention
 
 from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
 from . import dense, dense_queries, zoo
-from .dense import Facts, dense_reference
+from .dense import Facts, dense_reference, patch_means, window_means
 from .zoo import build, in_classes, random_mix
 
 V2 = zoo.SWIN_V2
 BOX = (3, 21, 5, 30)
+EVA02 = Facts(attentions=(AttentionWithRoPE, ), attention=dense.rope_attention)
+
+
+def hivit_facts(embed):
+    """HiViT's: its attention computes as BEiT's (the default), the first
+    attention's tokens are 16 px patches labelled by ``embed``, no extra
+    tokens, the head reads their mean."""
+    return Facts(attentions=(HiViTAttention, ), embed=embed, prefix=0,
+                 readout=lambda labels: labels.mean(1))
+
+
+def stem_means(pixel_labels):
+    """A 6x6 stem conv at stride 4, padding 1: each 4x4-pixel inner token
+    its window's mean, a 16 px patch the mean of its 4x4 inner tokens."""
+    B, H, W, C = pixel_labels.shape
+    inner = window_means(pixel_labels, (H // 4, W // 4), 6, 4, 1)
+    return inner.reshape(B, H // 16, 4, W // 16, 4, C).mean((2, 4)).reshape(
+        B, -1, C)
+
 
 
 class Case(NamedTuple):
@@ -37,6 +60,12 @@ class Case(NamedTuple):
 def case(cfg, S=2, size=(32, 32), box=None, facts=Facts(), **options):
     return Case(cfg, S, size, box, options, facts)
 
+
+TWINS = Facts(attentions=(LocallyGroupedSelfAttention, ),
+              layout=dense.twins_layout)
+DAVIT = Facts(layout=dense.davit_layout)
+TINYVIT = Facts(attentions=(LeAttention, ), layout=dense.tinyvit_layout,
+                keeps_before_attention=True)
 
 # name: Case. Each row is a label path: extra tokens, padding, shift on/off,
 # merges (before/after a stage's blocks), spatial reduction, SPT views, LSA.
@@ -102,6 +131,23 @@ CASES = {
     'SL-Swin LSA only, out after downsample': case(dict(zoo.SL_SWIN,
         use_spt=False, out_indices=(1, ), out_after_downsample=True)),
     'SL-Swin SPT only': case(dict(zoo.SL_SWIN, use_lsa=False)),
+    'EVA-02 RoPE, pooled': case(zoo.EVA02, S=3, facts=EVA02),
+    'EVA-02 class token readout, box': case(dict(zoo.EVA02,
+        out_type='cls_token'), box=BOX, facts=EVA02),
+    'EVA-02 no class token, other size': case(dict(zoo.EVA02,
+        with_cls_token=False), S=3, size=(48, 40), facts=EVA02),
+    'HiViT relative bias': case(zoo.HIVIT, S=3, size=(64, 64),
+        facts=hivit_facts(lambda pix: patch_means(pix, 16))),
+    # the stem conv's windows overlap (and pad) across 16 px patches
+    'HiViT overlapping stem conv, box': case(dict(zoo.HIVIT, rpe=False,
+        kernel_size=6, pad_size=1), size=(64, 64), box=(9, 45, 21, 59),
+        facts=hivit_facts(stem_means)),
+    'T2T-ViT cls': case(zoo.T2T, S=3, size=(64, 64),
+        facts=Facts(layout=dense.t2t_layout)),
+    # 15x13 tokens, 8x7, 4x4: every soft split pads
+    'T2T-ViT pooled, no cls, box, padded': case(dict(zoo.T2T,
+        with_cls_token=False, out_type='avg_featmap'), size=(60, 52),
+        box=(9, 41, 5, 30), facts=Facts(layout=dense.t2t_layout)),
     'timm DeiT, fused': case(dict(zoo.TIMM, fused=True), box=BOX),
     'timm distilled DeiT, explicit': case(dict(zoo.TIMM,
         model_name='deit_tiny_distilled_patch16_224', depth=3, fused=False),
@@ -121,6 +167,31 @@ CASES = {
     'timm DeiT-Tiny at 224, fused': case(dict(zoo.TIMM, img_size=224,
         patch_size=16, embed_dim=192, num_heads=3), size=(224, 224), box=(30,
         150, 45, 190)),
+    # 18x18 tokens (corner padded), keys reduced 2x2 to 9x9; then 5x5
+    'Twins PCPVT': case(zoo.TWINS_PCPVT, S=3, size=(70, 70),
+                        facts=TWINS),
+    'Twins PCPVT box, not a multiple of the patch': case(zoo.TWINS_PCPVT,
+        size=(62, 62), box=(3, 21, 5, 30), facts=TWINS),
+    # LSA windows of 4 over 18x18 (both sides padded, masked), then 9x9
+    'Twins SVT': case(zoo.TWINS_SVT, S=3, size=(70, 70), facts=TWINS),
+    # 16x18, then 8x9: one side padded, which mmpretrain's mask leaves
+    # unmasked: padded keys are attended
+    'Twins SVT one side padded, last block only': case(zoo.TWINS_SVT,
+        size=(64, 72), facts=TWINS, align_layers='last'),
+    # 14x14 tokens in windows of 4 (padded, attended), then 7x7
+    'DaViT': case(zoo.DAVIT, S=3, size=(56, 56), facts=DAVIT),
+    'DaViT box, unpadded': case(zoo.DAVIT, size=(64, 64), box=BOX,
+                                facts=DAVIT),
+    # 16x16 MBConv tokens, merged to 8x8 in windows of 3 (padded,
+    # attended), then 4x4 in one window of 4 (the block's unpartitioned
+    # path)
+    # (a random mix of 3x3-pixel cells is smoothed away by the stem and
+    # merges: a box)
+    'TinyViT': case(zoo.TINYVIT, size=(64, 64), box=(5, 37, 11, 50),
+                    facts=TINYVIT),
+    'TinyViT box, blocks 1 and 2 (not the MBConv slot), no residual '
+    'average': case(zoo.TINYVIT, size=(64, 64), box=BOX, facts=TINYVIT,
+                    align_layers=[1, 2], residual_norm=False),
     'timm ResPostBlock, explicit': case(dict(zoo.TIMM,
         block_fn=timm.models.vision_transformer.ResPostBlock, fused=False),
         S=3),
@@ -232,6 +303,16 @@ def distilled_training(mp):
     return model
 
 
+def hivit_after_a_deeper_one(mp):
+    """A HiViT on mmpretrain's default out_indices, then a deeper one
+    built: the default list, shared, now names the deeper one's last
+    block."""
+    cfg = {k: v for k, v in zoo.HIVIT.items() if k != 'out_indices'}
+    first = build(cfg)
+    build(dict(cfg, arch=dict(cfg['arch'], depths=[1, 1, 10])))
+    return first
+
+
 TIMM_SWIN = dict(img_size=32, embed_dim=16, depths=(1, 1), num_heads=(1, 2),
                  model_name='swin_tiny_patch4_window7_224')
 BAD = {  # name: (backbone, call's changes, error, match)
@@ -253,6 +334,9 @@ BAD = {  # name: (backbone, call's changes, error, match)
     'BEiT out_indices before the last block': (
         dict(zoo.BEIT, out_indices=[1]), {}, NotImplementedError,
         'out_indices=-1'),
+    'HiViT whose shared out_indices moved': (
+        hivit_after_a_deeper_one, {}, ValueError, r"HiViT's last block \(6\), "
+        r'but out_indices=\[9\] .*Pass out_indices=\[6\]'),
     'Swin without an output stage': (dict(zoo.SWIN, out_indices=()), {},
                                      ValueError, 'out_indices'),
     'Swin V2 with an unregistered merge': (_swin_v2_without_merging_rule, {},

@@ -144,11 +144,13 @@ BOUNDARY = {
                       rf'describes its attention \({__name__}.MyAttention\). '
                       r'Add a family \(docs/design.md'),
     # the attention of a family, not built as it reads it: no crash
-    'DaViT': (dict(type='DaViT', arch='t'), '{} holds the attention of the '
-              'Swin family but is not built as that family reads it .*no '
-              'family describes {}. Add a family'),
-    'T2T_ViT': (dict(type='T2T_ViT', img_size=64), '{} holds the attention '
-                'of the ViT family .*no `layers`.*Add a family'),
+    # two streams: refused with the reason (its own config: the classifier)
+    'Conformer': (dict(type='Conformer', arch='tiny'), 'TL-Align does not '
+                  'support {}: its CNN and transformer streams exchange '
+                  'features in every block .*Train it with ImageClassifier'),
+    'MobileViT': (dict(type='MobileViT', arch='xx_small'), '{} holds the '
+                  'attention of the ViT family but is not built as that '
+                  'family reads it .*no family describes {}. Add a family'),
 }
 
 

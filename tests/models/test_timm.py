@@ -70,3 +70,27 @@ def test_recording_intercepts_no_function_and_survives_a_raise():
     assert torch.overrides._get_current_function_mode() is None
     assert torch.equal(align_labels(backbone, images, pw, targets),
                        reference)
+
+
+def test_pooled_timm_backbone_reads_checkpoint_path_through_the_checked_loader(
+        tmp_path):
+    """timm's own state dict (classifier included) loads strictly, as
+    ``timm.create_model(checkpoint_path=...)`` would, but read by
+    :func:`tlalign_mm.checkpoint.load` (crafted files on this path:
+    tests/test_checkpoint_safety.py, 'timm-backbone'); a missing key
+    fails naming it."""
+    from tlalign_mm.checkpoint import CheckpointMismatchError
+    from tlalign_mm.models.pooled_timm_backbone import PooledTIMMBackbone
+    args = dict(model_name='deit_tiny_patch16_224', img_size=32,
+                patch_size=8, depth=1)
+    source = timm.create_model(num_classes=5, **args)
+    path = str(tmp_path / 'timm.pth')
+    torch.save(source.state_dict(), path)
+    backbone = PooledTIMMBackbone(checkpoint_path=path, **args)
+    for key, value in backbone.timm_model.state_dict().items():
+        assert torch.equal(value, source.state_dict()[key]), key
+    torch.save({k: v for k, v in source.state_dict().items()
+                if k != 'cls_token'}, path)
+    with pytest.raises(CheckpointMismatchError, match='missing in the '
+                       r'checkpoint \(1\): cls_token'):
+        PooledTIMMBackbone(checkpoint_path=path, **args)

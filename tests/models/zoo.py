@@ -35,6 +35,27 @@ SL_VIT = dict(type='SLViT', img_size=32, patch_size=4,
 SL_SWIN = dict(type='SLSwin', img_size=32, drop_path_rate=0.,
                arch=dict(embed_dims=24, depths=[2, 2, 2],
                          num_heads=[2, 2, 4]))
+EVA02 = dict(VIT, type='ViTEVA02', out_type='avg_featmap', drop_path_rate=0.1)
+# main depth 7: out_indices index HiViT's 6 stem blocks too (mmpretrain's)
+HIVIT = dict(type='HiViT', img_size=64, rpe=True, drop_path_rate=0.1,
+             out_indices=[6], arch=dict(embed_dims=64, depths=[1, 1, 7],
+                                        num_heads=2))
+T2T = dict(type='T2T_ViT', img_size=64, embed_dims=32, num_layers=3,
+           t2t_cfg=dict(token_dims=16), drop_path_rate=0.1,
+           layer_cfgs=dict(num_heads=2, feedforward_channels=64))
+TWINS_ARCH = dict(embed_dims=[8, 16], depths=[2, 2], num_heads=[1, 2],
+                  patch_sizes=[4, 2], strides=[4, 2], mlp_ratios=[2, 2],
+                  sr_ratios=[2, 1])
+TWINS_PCPVT = dict(type='PCPVT', arch=TWINS_ARCH, out_indices=(1, ),
+                   qkv_bias=True, drop_path_rate=0.1)
+TWINS_SVT = dict(TWINS_PCPVT, type='SVT', arch=dict(TWINS_ARCH,
+                                                    window_sizes=[4, 4]))
+DAVIT = dict(type='DaViT', arch=dict(embed_dims=16, depths=[1, 2],
+                                     num_heads=[2, 4]),
+             window_size=4, out_indices=(1, ))
+TINYVIT = dict(type='TinyViT', img_size=(64, 64), window_size=[0, 3, 4],
+               arch=dict(channels=[8, 16, 24], num_heads=[1, 2, 3],
+                         depths=[2, 2, 1]), out_indices=[2])
 TIMM = dict(type='PooledTIMMBackbone', model_name='deit_tiny_patch16_224',
             img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
             drop_path_rate=0.1)  # drop-path modules, not Identity
@@ -76,9 +97,9 @@ class TinyViTLike(BaseModule):
 
 def randomise(model, seed=0, sharpen=4.0):
     """Weights with structure: unit-ish position embeddings, extra tokens,
-    relative biases, q/v biases, layer scales, LSA temperatures and Swin V2
-    logit scales; q/k projections scaled so attention is far from
-    uniform."""
+    relative biases (LeAttention's attention biases), q/v biases, layer
+    scales, LSA temperatures and Swin V2 logit scales; q/k projections
+    scaled so attention is far from uniform."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -101,6 +122,13 @@ def randomise(model, seed=0, sharpen=4.0):
         for m in model.modules():
             if isinstance(m, nn.MultiheadAttention):  # PVT
                 m.in_proj_weight[:2 * m.embed_dim] *= sharpen
+            elif hasattr(m, 'attention_biases') and isinstance(
+                    getattr(m, 'qkv', None), nn.Linear):  # LeAttention
+                m.qkv.weight.view(m.num_heads, -1, m.qkv.in_features)[
+                    :, :2 * m.key_dim] *= sharpen
+            elif isinstance(getattr(m, 'kv', None), nn.Linear):  # Twins' GSA
+                m.q.weight.mul_(sharpen)
+                m.kv.weight[:m.kv.out_features // 2] *= sharpen
             elif isinstance(getattr(m, 'qkv', None), nn.Linear):
                 m.qkv.weight[:2 * m.qkv.out_features // 3] *= sharpen
     return model

@@ -18,6 +18,7 @@ from typing import List, Optional
 
 from mmengine.config import DictAction
 
+from tlalign_mm.apis.cli import REFUSALS, refusal
 from tlalign_mm.checkpoint import install, one_line_errors
 
 from .mixed_batches import MIXES
@@ -98,7 +99,8 @@ def open_analysis(args, config: Optional[str] = None,
         :class:`~tlalign_mm.analysis.mixed_batches.MixedBatch`.
 
     Raises:
-        SystemExit: the config's dataset has no images, or the checkpoint
+        SystemExit: the config's dataset has no images, the model refuses
+            the config (an unknown TL-Align option, ...) or the checkpoint
             is refused (one ``error:`` line; ``--debug`` or
             ``TLALIGN_DEBUG=1``: the traceback).
     """
@@ -110,7 +112,13 @@ def open_analysis(args, config: Optional[str] = None,
         config, checkpoint = args.config, args.checkpoint
     cfg = load_config(config, args.cfg_options)
     with one_line_errors(args.debug):  # a refused checkpoint: one line
-        model = build_model(cfg, checkpoint, args.device, args.seed)
+        try:
+            model = build_model(cfg, checkpoint, args.device, args.seed)
+        except REFUSALS as error:  # what the model refuses to build
+            if args.debug or os.environ.get('TLALIGN_DEBUG') == '1':
+                raise
+            raise SystemExit(f'error: {config}: model: {refusal(error)}') \
+                from None
     try:
         loader = build_dataloader(cfg, args.split, args.batch_size)
     except ValueError as error:

@@ -52,9 +52,9 @@ def label_maps(model: nn.Module, batch) -> LabelMaps:
     hw = tuple(batch.mixed.shape[-2:])
     description = describe(model.backbone)
     extra = description.extra_tokens
-    # (extra tokens that join at a later block are not among the first)
-    initial, aligned = (label_map_of(y[:, n:], token_grid(
-        y.shape[1] - n, hw)) for y, n in (
+    # (T2T-ViT's and XCiT's class token join after the first tokens)
+    initial, aligned = (label_map_of(y[:, e:], token_grid(
+        y.shape[1] - e, hw)) for y, e in (
             (history[0], 0 if description.extra_from else extra),
             (history[-1], extra)))
     return LabelMaps(initial, aligned, readout, record.area_share.float())

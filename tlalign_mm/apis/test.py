@@ -3,72 +3,36 @@
 into the config, the checks, building the runner, testing. Follows
 mmpretrain 1.2.0's ``tools/test.py``; the library-specific parts
 (``--out``, ``--show-dir``, ``--tta`` defaults) follow mmseg's and mmdet's
-own test scripts. The order is :mod:`tlalign_mm.apis.train`'s."""
-import argparse
-import os
+own test scripts. The order is :mod:`tlalign_mm.apis.train`'s; the
+command line is :mod:`.cli`'s."""
+import os.path as osp
 from copy import deepcopy
-from typing import Optional, Sequence
 
 import mmengine
-from mmengine.config import Config, ConfigDict, DictAction
+from mmengine.config import Config, ConfigDict
 from mmengine.evaluator import DumpResults
 from mmengine.runner import Runner
 
 from tlalign_mm.checkpoint import add_checkpoint_hooks, install
 from tlalign_mm.datasets import check_config_datasets
 
-from .train import LAUNCHERS, build_runner, default_work_dir, loader_defaults
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description='Test (and eval) a model (mmpretrain, mmseg or mmdet)')
-    parser.add_argument('config', help='test config file path')
-    parser.add_argument('checkpoint', help='checkpoint file')
-    parser.add_argument('--work-dir', help='where the metrics file goes')
-    parser.add_argument('--out', help='results file (mmdet: .pkl; mmseg: a '
-                        'directory for the predicted maps)')
-    parser.add_argument('--out-item', choices=['metrics', 'pred'],
-                        help='what --out holds (default: predictions)')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, key=value (lists: '
-                        'key="[a,b]" or key=a,b; no white space)')
-    parser.add_argument('--amp', action='store_true',
-                        help='automatic-mixed-precision test')
-    parser.add_argument('--show-dir', help='where visualizations go')
-    parser.add_argument('--show', action='store_true',
-                        help='show predictions in a window')
-    parser.add_argument('--interval', type=int, default=1,
-                        help='visualize every N samples')
-    parser.add_argument('--wait-time', type=float, default=2,
-                        help='seconds each window is shown')
-    parser.add_argument('--no-pin-memory', action='store_true',
-                        help='do not pin host memory for the dataloader')
-    parser.add_argument('--tta', action='store_true', help='test-time '
-                        "augmentation: the config's tta_model/tta_pipeline, "
-                        'else flips (mmpretrain, mmdet)')
-    parser.add_argument('--launcher', default='none', choices=LAUNCHERS)
-    # torch.distributed.launch passes --local-rank (torch >= 2.0)
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    return parser
-
-
-def parse_test_args(argv: Optional[Sequence[str]] = None):
-    """``tools/test.py``'s arguments (``argv``; default ``sys.argv``)."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    if args.out is None and args.out_item is not None:
-        raise ValueError('Please use `--out` argument to specify the '
-                         'path of the output file before using `--out-item`.')
-    return args
+from .cli import ConfigError, parse_test_args, test_parser  # noqa: F401
+from .train import (
+    build_runner,
+    check_model,
+    default_work_dir,
+    load_config,
+    loader_defaults,
+)
 
 
 def trigger_visualization_hook(cfg, args):
     """Enable the visualization hook (mmpretrain/mmseg/mmdet flavours)."""
-    assert 'visualization' in cfg.default_hooks, \
-        'VisualizationHook is not set in the `default_hooks` field of ' \
-        'config. Please set `visualization=dict(type="VisualizationHook")`'
+    if 'visualization' not in cfg.default_hooks:
+        raise ConfigError(
+            'VisualizationHook is not set in the `default_hooks` field of '
+            'config. Please set `visualization=dict(type="VisualizationHook")`'
+        )
     hook = cfg.default_hooks.visualization
     hook.interval = args.interval
     if cfg.get('default_scope', None) not in ('mmseg', 'mmdet'):  # mmpretrain
@@ -113,7 +77,7 @@ def setup_tta(cfg):
                 tta_cfg=dict(
                     nms=dict(type='nms', iou_threshold=0.5), max_per_img=100))
         else:
-            raise RuntimeError(
+            raise ConfigError(
                 f'`--tta` needs `tta_model` and `tta_pipeline` in the config '
                 f'for default_scope={scope!r} (see the mmseg configs, e.g. '
                 'configs/_base_/datasets/ade20k.py).')
@@ -121,7 +85,7 @@ def setup_tta(cfg):
         if scope in ('mmpretrain', 'mmdet'):
             cfg.tta_pipeline = _flip_tta_pipeline(test_data_cfg.pipeline)
         else:
-            raise RuntimeError(
+            raise ConfigError(
                 f'`--tta` needs `tta_pipeline` in the config for '
                 f'default_scope={scope!r}.')
     cfg.model = ConfigDict(**cfg.tta_model, module=cfg.model)
@@ -135,8 +99,8 @@ def merge_test_args(cfg: Config, args) -> Config:
     if (scope == 'mmdet' and args.out is not None
             and args.out_item in ('pred', None)
             and not args.out.endswith(('.pkl', '.pickle'))):
-        raise ValueError('For mmdet configs the `--out` dump file must be a '
-                         f'.pkl or .pickle file, but got {args.out!r}.')
+        raise ConfigError('For mmdet configs the `--out` dump file must be '
+                          f'a .pkl or .pickle file, but got {args.out!r}.')
     cfg.launcher = args.launcher
     default_work_dir(cfg, args)
     cfg.load_from = args.checkpoint
@@ -157,22 +121,31 @@ def merge_test_args(cfg: Config, args) -> Config:
         cfg.merge_from_dict(args.cfg_options)
 
     # the checkpoint must fit the model (strict_load=False to opt out)
-    add_checkpoint_hooks(cfg, training=False)
+    try:
+        add_checkpoint_hooks(cfg, training=False)
+    except TypeError as error:  # strict_load not a bool
+        raise ConfigError(str(error)) from error
     return cfg
 
 
 def check_test_config(cfg: Config) -> None:
-    """A missing dataset fails before anything is built, naming the layout
-    it expects."""
+    """A missing dataset (naming the layout it expects) and what the model
+    refuses to build fail before anything is built or read."""
     check_config_datasets(cfg, ['test_dataloader'])
+    check_model(cfg)
 
 
 def build_test_runner(args) -> Runner:
     """The runner ``tools/test.py`` tests with (checkpoints through
     :func:`tlalign_mm.checkpoint.load`, loaded strictly), the
-    predictions dumped to ``--out`` where asked."""
+    predictions dumped to ``--out`` where asked. A checkpoint file that
+    does not exist is named before anything is built (it was found when
+    the Runner, its work dir and the dataset were built)."""
+    if '://' not in args.checkpoint and not osp.isfile(args.checkpoint):
+        raise FileNotFoundError(f'{args.checkpoint}: no such checkpoint '
+                                'file')
     install()
-    cfg = merge_test_args(Config.fromfile(args.config), args)
+    cfg = merge_test_args(load_config(args.config), args)
     check_test_config(cfg)
     runner = build_runner(cfg)
     if args.out and args.out_item in ('pred', None):

@@ -1,6 +1,8 @@
 """Checkpoints: :func:`load` (weights only, checked against a schema),
 :func:`install` (every mmengine load through it, auto-resume inside the
-work dir), :func:`load_strictly`, and the hooks. ``import tlalign_mm``
+work dir, resumed optimizer and scheduler states checked against the
+optimizer, :mod:`.training_state`), :func:`load_strictly`, atomic writes
+and the hooks. ``import tlalign_mm``
 changes nothing in torch or mmengine until :func:`install` runs.
 """
 from .files import AtomicLocalBackend, atomic_write, find_resume_checkpoint

@@ -7,37 +7,59 @@ save leaves a truncated file that ``last_checkpoint`` names), and
 the original's files). Here writes go to a temporary file renamed with
 ``os.replace``, ``last_checkpoint`` is read inside the work dir only, and
 auto-resume falls back to the newest intact checkpoint of the work dir.
+A temporary file's name says which process of which host writes it: only
+that process's, once it is gone, is ever removed.
 """
 import glob
 import os
 import os.path as osp
+import re
+import socket
 import uuid
 from pathlib import Path
+from typing import Callable, Optional, Union
 
 from mmengine.fileio import LocalBackend, register_backend
 from mmengine.logging import print_log
 
 from .load import CheckpointError, load
 
-TEMP_SUFFIX = '.partial'
+HOST = re.sub(r'[^\w.-]', '-', socket.gethostname())
+#: ``.<name>.<pid>@<host>.<8 hex digits>.partial``: :func:`atomic_write`'s
+PARTIAL = re.compile(r'\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[\w.-]+)'
+                     r'\.[0-9a-f]{8}\.partial')
 
 
-def atomic_write(path, data: bytes) -> None:
-    """Write ``data`` to ``path``: temporary file, fsync, ``os.replace``."""
+def atomic_write(path, data: Union[bytes, Callable],
+                 check: Optional[Callable[[str], None]] = None) -> None:
+    """Write ``data`` (bytes, or a function writing to a binary file) to
+    ``path``: a temporary file of :data:`PARTIAL`'s name beside it, fsync,
+    ``check(temporary path)`` if given, ``os.replace``. A symlink at
+    ``path`` is replaced, never written through; a failed write or check
+    leaves no file.
+
+    Raises:
+        IsADirectoryError: ``path`` is a directory.
+    """
     folder, name = osp.split(osp.abspath(path))
+    if osp.isdir(path):
+        raise IsADirectoryError(f'{path} is a directory: give a file path')
     os.makedirs(folder, exist_ok=True)
-    tmp = osp.join(folder, f'.{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
-                   f'{TEMP_SUFFIX}')
-    # mode 0o666 & ~umask, as open(path, 'wb') would give the file
+    tmp = osp.join(folder, f'.{name}.{os.getpid()}@{HOST}.'
+                   f'{uuid.uuid4().hex[:8]}.partial')
+    # mode 0o666 & ~umask, as open(path, 'wb') would give the file;
+    # O_EXCL: never through a link planted at the temporary name
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, 'wb') as f:
-            f.write(data)
+            data(f) if callable(data) else f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if check is not None:
+            check(tmp)
         os.replace(tmp, path)
     finally:  # a failed write leaves no temporary file
-        if osp.exists(tmp):
+        if osp.lexists(tmp):
             os.remove(tmp)
 
 
@@ -52,11 +74,29 @@ class AtomicLocalBackend(LocalBackend):
         atomic_write(filepath, obj.encode(encoding))
 
 
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's
+        return False
+    return False
+
+
 def remove_partial_files(work_dir: str) -> list:
-    """Delete the temporary files of saves a kill interrupted."""
-    paths = glob.glob(osp.join(glob.escape(work_dir), f'.*{TEMP_SUFFIX}'))
-    for path in paths:
-        os.remove(path)
+    """Delete the temporary files :func:`atomic_write` left in ``work_dir``
+    when a kill interrupted a save: those of a process of this host that is
+    gone. Another running process's (a training saving while a test reads
+    the same work dir), another host's, and anything else (a directory, a
+    link, a file of another name) stay."""
+    paths = []
+    for entry in os.scandir(work_dir):
+        match = PARTIAL.fullmatch(entry.name)
+        if match and match['host'] == HOST and entry.is_file(
+                follow_symlinks=False) and _gone(int(match['pid'])):
+            os.remove(entry.path)
+            paths.append(entry.path)
     return paths
 
 

@@ -1,8 +1,11 @@
 """The hooks: :class:`CheckpointSafetyHook` (strict loads, atomic writes,
 plain checkpoints; ``tools/train.py`` and ``tools/test.py`` add it) and
-:class:`LastCheckpointHook` (``last.pth`` every N iterations, exact
-resume)."""
+:class:`LastCheckpointHook` (``last.pth`` every N iterations or minutes and
+on Ctrl-C, exact resume; ``tools/train.py`` adds it)."""
 import os.path as osp
+import time
+from numbers import Real
+from typing import Optional
 
 from mmengine.dist import get_rank, is_main_process
 from mmengine.hooks import CheckpointHook, Hook
@@ -15,6 +18,7 @@ from tlalign_mm.registry import HOOKS, SCOPE
 
 from . import mmengine_adapter as adapter
 from .files import remove_partial_files
+from .interrupt import TrainingInterrupted, pending
 from .plain import capture_rng, plain_checkpoint, restore_rng
 from .sampler import SkipSampler, train_sampler
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
@@ -91,16 +95,19 @@ def _hook_class(hook, scope):
 
 def add_checkpoint_hooks(cfg, training: bool):
     """Append :class:`CheckpointSafetyHook` (``strict`` from the config's
-    ``strict_load``) and, for training with a ``last_checkpoint_hook``
-    setting (``configs/_base_/resumable_runtime.py``), a
-    :class:`LastCheckpointHook`, unless ``custom_hooks`` has one of that
-    class already (under any name or scope: its settings are kept)."""
+    ``strict_load``) and, for training, a :class:`LastCheckpointHook` with
+    the config's ``last_checkpoint_hook`` settings (none: its defaults,
+    ``last.pth`` every 10 minutes and on Ctrl-C;
+    ``configs/_base_/resumable_runtime.py`` adds every 500 iterations;
+    ``last_checkpoint_hook = None``: no hook), unless ``custom_hooks`` has
+    one of that class already (under any name or scope: its settings are
+    kept)."""
     strict = cfg.get('strict_load', True)
     if not isinstance(strict, bool):
         raise TypeError(f'strict_load must be True or False, got {strict!r}')
     hooks = list(cfg.get('custom_hooks', None) or [])
     present = [_hook_class(h, cfg.get('default_scope', None)) for h in hooks]
-    last = cfg.get('last_checkpoint_hook', None) if training else None
+    last = cfg.get('last_checkpoint_hook', {}) if training else None
     wanted = [(CheckpointSafetyHook, dict(strict=strict))] + (
         [(LastCheckpointHook, last)] if last is not None else [])
     cfg.custom_hooks = hooks + [
@@ -113,8 +120,13 @@ def add_checkpoint_hooks(cfg, training: bool):
 @HOOKS.register_module()
 class LastCheckpointHook(CheckpointHook):
     """mmengine's ``CheckpointHook`` saving the Runner checkpoint to
-    ``<work_dir>/<filename>`` every ``interval`` iterations (atomically),
-    and exact resume.
+    ``<work_dir>/<filename>`` (atomically) every ``interval`` iterations,
+    at the end of the first iteration ``minutes`` after the last save, and
+    on an interrupt (:mod:`.interrupt`: Ctrl-C or SIGTERM inside
+    ``tools/train.py``, one process): the iteration under way finishes and
+    is saved (during validation: the state it began with; the resumed run
+    goes on after it), then the run ends with
+    :class:`~.interrupt.TrainingInterrupted`. And exact resume.
 
     Every checkpoint the run saves gets ``resume_state``: the generator
     states and the training sampler's seed. On resume the sampler gets its
@@ -128,26 +140,74 @@ class LastCheckpointHook(CheckpointHook):
     worker generators; with ``diff_rank_seed=True``, ranks other than 0.
 
     Args:
-        interval (int): iterations between saves. Defaults to 500.
+        interval (int, optional): iterations between saves; None: not by
+            iterations. Defaults to None.
+        minutes (float, optional): the time after which the next iteration
+            saves (process 0's clock: it writes the file); None: not by
+            time. Defaults to 10.
         filename (str): file name in the work dir. Defaults to 'last.pth'.
     """
 
-    def __init__(self, interval: int = 500, filename: str = 'last.pth'):
-        if not (type(interval) is int and interval > 0):
+    def __init__(self, interval: Optional[int] = None,
+                 minutes: Optional[float] = 10,
+                 filename: str = 'last.pth'):
+        if not (interval is None or type(interval) is int and interval > 0):
             raise ValueError(f'interval must be a positive int (iterations '
-                             f'between saves), got {interval!r}')
+                             f'between saves) or None, got {interval!r}')
+        if not (minutes is None or isinstance(minutes, Real) and not
+                isinstance(minutes, bool) and minutes > 0):
+            raise ValueError(f'minutes must be a positive number (time '
+                             f'between saves) or None, got {minutes!r}')
         if not (isinstance(filename, str) and filename.endswith('.pth')
                 and osp.basename(filename) == filename):
             raise ValueError('filename must be a file name ending in .pth '
                              f'(saved in the work dir), got {filename!r}')
-        super().__init__(interval=interval, by_epoch=False, save_last=False,
-                         filename_tmpl=filename,
+        super().__init__(interval=interval or -1, by_epoch=False,
+                         save_last=False, filename_tmpl=filename,
                          backend_args=dict(backend='atomic_local'))
-        self._pending = self._val_rng = None
+        self.every, self.minutes = interval, minutes
+        self._pending = self._val_rng = self._due = None
+
+    def before_train(self, runner) -> None:
+        super().before_train(runner)
+        self._restart_clock()
+
+    def _restart_clock(self) -> None:
+        if self.minutes is not None:
+            self._due = time.monotonic() + 60 * self.minutes
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch=None,
+                         outputs=None) -> None:
+        signum = pending()
+        if signum is not None or (self.every and self.every_n_train_iters(
+                runner, self.every)) or (self._due is not None and
+                                         time.monotonic() >= self._due):
+            runner.logger.info(
+                f'Saving checkpoint at {runner.iter + 1} iterations')
+            self._save_checkpoint(runner)  # meta: iter + 1
+            self._restart_clock()
+        if signum is not None:
+            raise TrainingInterrupted(signum, runner.iter + 1, self.last_ckpt)
+
+    def after_val_iter(self, runner, batch_idx: int, data_batch=None,
+                       outputs=None) -> None:
+        signum = pending()
+        if signum is None or self._val_rng is None:  # not in training
+            return
+        # The state this validation began with (its generator states are
+        # _val_rng), as an epoch checkpoint holds it: the resumed run goes
+        # on after this validation without repeating it.
+        runner.logger.info(f'Saving checkpoint at {runner.iter} iterations '
+                           '(the state this validation began with)')
+        self._save_checkpoint_with_step(runner, runner.iter, meta=dict(
+            epoch=runner.epoch, iter=runner.iter))
+        raise TrainingInterrupted(signum, runner.iter, self.last_ckpt)
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         seed = getattr(train_sampler(runner.train_dataloader), 'seed', None)
-        checkpoint['resume_state'] = dict(rng=capture_rng(), sampler_seed=(
+        # during validation, the states before it (restored after it)
+        rng = self._val_rng if self._val_rng is not None else capture_rng()
+        checkpoint['resume_state'] = dict(rng=rng, sampler_seed=(
             seed if type(seed) is int else None))
 
     def before_val_epoch(self, runner) -> None:

@@ -1,8 +1,10 @@
 """``load(source)``: read a checkpoint from any scheme, weights only, and
 return only what a checkpoint legitimately holds.
 
-* The zip directory is checked before ``torch.load`` inflates anything
-  (``torch.save`` writes stored records only).
+* Bounded work before any check: the zip directory is checked before
+  ``torch.load`` inflates anything (``torch.save`` writes stored records
+  only), and the pickle's opcodes before ``torch.load`` builds anything
+  (:func:`_check_pickle`).
 * ``torch.load(weights_only=True)`` is called with the argument spelled out
   (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` cannot turn it off); a foreign
   Runner checkpoint's numpy and ``HistoryBuffer`` objects unpickle as inert
@@ -16,12 +18,18 @@ return only what a checkpoint legitimately holds.
   (parsed, never run). What does not fit is dropped with one warning, or,
   where no checkpoint holds it, the file is refused.
 * The walk visits each object once per schema (the pickle memo can make one
-  list appear 2**64 times in a few hundred bytes), within
-  :data:`MAX_OBJECTS` objects and :data:`MAX_DEPTH` levels.
+  list appear 2**64 times in a few hundred bytes), within :data:`MAX_DEPTH`
+  levels; the tensors it keeps may view at most :data:`VIEW_FACTOR` times
+  the file's bytes (many views of one storage, each expanded or cloned by
+  whoever reads them, made a 32 MB file cost gigabytes).
+* Optimizer and scheduler states are tensors and plain values here; they
+  are checked against the optimizer that loads them where it is known
+  (:mod:`.training_state`).
 """
 import ast
 import os
 import os.path as osp
+import pickletools
 import re
 import zipfile
 from collections import OrderedDict
@@ -37,7 +45,14 @@ from .plain import check_resume_state
 #: the largest meta epoch / iter (ImageNet, 300 epochs at batch 1,024, is
 #: 375k iterations)
 MAX_PROGRESS = 10**9
+#: the deepest nesting walked; the most objects the pickle may build
 MAX_DEPTH, MAX_OBJECTS = 32, 10**6
+#: the longest config text parsed (ours are 4-25k characters; ast.parse
+#: takes up to 500 bytes of memory per character)
+MAX_CONFIG_CHARS = 2**17
+#: the tensors kept may view this many times the file's bytes (weights
+#: tied across modules are views of one storage)
+VIEW_FACTOR = 4
 DTYPES = {getattr(torch, name) for name in 'float16 bfloat16 float32 float64 '
           'complex64 complex128 uint8 int8 int16 int32 int64 bool'.split()}
 #: the numpy and mmengine pickle names a foreign Runner checkpoint holds
@@ -48,6 +63,7 @@ FOREIGN_GLOBALS = (
     'mmengine.logging.history_buffer.HistoryBuffer',
     'mmengine.optim.scheduler.param_scheduler.OneCycleParamScheduler')
 DROP = object()  # what a schema returns for a value it leaves out
+QUIET = object()  # left out without a warning: what mmengine writes itself
 
 
 class CheckpointError(RuntimeError):
@@ -69,8 +85,9 @@ class _Walk:
     value, path, depth)`` returning what is kept of ``value`` (in new
     containers) or :data:`DROP`, or raising :meth:`refuse`."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, view_bytes: int):
         self.source, self.dropped, self.memo = source, [], {}
+        self.view_bytes = view_bytes  # left for the tensors' views
 
     def refuse(self, problem: str) -> CheckpointError:
         return _error(self.source, problem)
@@ -78,15 +95,22 @@ class _Walk:
     def __call__(self, value, schema, path: str = '', depth: int = 0):
         key = (id(value), schema)
         if key not in self.memo:
-            if depth > MAX_DEPTH or len(self.memo) >= MAX_OBJECTS:
+            if depth > MAX_DEPTH:
                 raise self.refuse(f'it nests deeper than {MAX_DEPTH} levels'
-                                  f' or holds {MAX_OBJECTS} objects ({path})')
+                                  f' ({path})')
             kept = DROP if isinstance(value, _Dropped) else \
                 schema(self, value, path, depth)
             if kept is DROP:
                 self.dropped.append(path)
             self.memo[key] = value, kept  # value kept alive: its id stays
-        return self.memo[key][1]
+        kept = self.memo[key][1]
+        if torch.is_tensor(kept):  # per reference: readers copy each one
+            self.view_bytes -= kept.numel() * kept.element_size()
+            if self.view_bytes < 0:
+                raise self.refuse(
+                    f'its tensors view more than {VIEW_FACTOR} times the '
+                    f"file's bytes (at {path}: views of shared storage)")
+        return kept
 
 
 def _kind(test):
@@ -120,7 +144,7 @@ def _fields(table: dict):
                 str, int) and fnmatchcase(str(key), pattern)), _NOTHING)
             item = walk(item, schema, f'{path}[{key!r}]' if path else
                         str(key), depth + 1)
-            if item is not DROP:
+            if item is not DROP and item is not QUIET:
                 kept[key] = item
         return kept
     return check
@@ -144,8 +168,10 @@ def _tensor(walk, value, path, depth):
 def _plain(walk, value, path, depth):
     """Numbers, strings, None, tensors, and lists, tuples and dicts of them;
     a list or tuple is dropped whole if one of its items is."""
-    if value is None or type(value) in (str, int, float, bool):
+    if value is None or type(value) in (str, float, bool):
         return value
+    if type(value) is int:  # a wider one: a config's 5,000-digit literal
+        return value if -2**63 <= value < 2**63 else DROP
     if torch.is_tensor(value) or type(value) not in (list, tuple):
         return (_tensor if torch.is_tensor(value) else _PLAIN_DICT)(
             walk, value, path, depth)
@@ -167,25 +193,35 @@ def _state_dict(walk, value, path, depth):
 
 def _history_buffer(walk, value, path, depth):
     """A ``HistoryBuffer`` as :func:`.plain.plain_checkpoint` writes it,
-    rebuilt through its constructor."""
+    rebuilt through its constructor (which copies the arrays)."""
     log, count, size = (value.get(k) for k in ('log', 'count', 'max_length')
                         ) if type(value) is dict else (None, ) * 3
     if not (type(log) is type(count) is torch.Tensor and type(size) is int
-            and size > 0 and log.dim() == 1 and log.shape == count.shape):
+            and size > 0 and log.dim() == 1 and log.shape == count.shape
+            and (log.dtype, count.dtype) == (torch.float64, torch.int64)):
         return DROP
-    return HistoryBuffer(_tensor(walk, log, path, depth).tolist(),
-                         _tensor(walk, count, path, depth).tolist(), size)
+    return HistoryBuffer(*(walk(t, _tensor, path, depth).numpy()
+                           for t in (log, count)), size)
 
 
 def _message_hub(walk, value, path, depth):
-    """``MessageHub.state_dict()``'s three dicts (missing ones empty)."""
+    """``MessageHub.state_dict()``'s three dicts (missing ones empty), the
+    resumed keys of values kept only (mmengine warns of the others)."""
     hub = _HUB(walk, value, path, depth)
-    return DROP if hub is DROP else {k: hub.get(k, {}) for k in _HUB_PARTS}
+    if hub is DROP:
+        return DROP
+    hub = {k: hub.get(k, {}) for k in _HUB_PARTS}
+    hub['resumed_keys'] = {k: v for k, v in hub['resumed_keys'].items()
+                           if k in hub['runtime_info'] or
+                           k in hub['log_scalars']}
+    return hub
 
 
 def _config(walk, text, path, depth):
-    """A config's text as the data it assigns (parsed, never run)."""
-    cfg = parse_config(text) if type(text) is str else {}
+    """A config's text as the data it assigns (parsed, never run), if it is
+    at most :data:`MAX_CONFIG_CHARS` long."""
+    cfg = parse_config(text) if type(text) is str and \
+        len(text) <= MAX_CONFIG_CHARS else {}
     return walk(cfg, _PLAIN_DICT, path, depth) if cfg else DROP
 
 
@@ -199,6 +235,11 @@ def _resume_state(walk, state, path, depth):
     return state
 
 
+def _quiet(walk, value, path, depth):
+    """Left out without a warning."""
+    return QUIET
+
+
 _NOTHING = _kind(lambda v: False)
 _PLAIN_DICT, _TENSORS = _fields({'*': _plain}), _fields({'*': _tensor})
 COUNT = _kind(lambda v: type(v) is int and 0 <= v <= MAX_PROGRESS)
@@ -208,8 +249,10 @@ PROGRESS = _must(COUNT, f'an integer in [0, {MAX_PROGRESS}]')
 _HUB_PARTS = dict(
     log_scalars=_fields({'*': _history_buffer}),
     # what mmengine's hooks record; not best_ckpt / last_ckpt (paths
-    # CheckpointHook deletes) nor cfg (config text)
+    # CheckpointHook deletes) nor cfg (config text), which every Runner
+    # checkpoint holds: left out quietly
     runtime_info=_fields({
+        'cfg': _quiet, 'last_ckpt': _quiet, 'best_ckpt*': _quiet,
         'seed': SEED, 'eta': NUMBER, 'best_score*': NUMBER,
         'keep_ckpt_ids': _kind(lambda v: type(v) is list and all(
             type(i) is int and i >= 0 for i in v)),
@@ -249,19 +292,95 @@ def _check_archive(path: str, source: str) -> None:
     if not osp.exists(path):
         raise FileNotFoundError(f'Checkpoint {source!r} does not exist')
     try:
-        with zipfile.ZipFile(path) as archive:
-            records = archive.infolist()
+        archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise _error(source, 'it is not the zip archive torch.save writes '
                      f'(empty or truncated?): {error}') from None
-    if any(r.filename.endswith('/constants.pkl') for r in records):
-        raise _error(source, 'it is a TorchScript archive (torch.jit.save); '
-                     'load it with torch.jit.load')
-    packed = [r.filename for r in records if r.compress_type !=
-              zipfile.ZIP_STORED or r.file_size != r.compress_size]
-    if packed or sum(r.file_size for r in records) > osp.getsize(path):
-        raise _error(source, f'records {packed} are compressed or claim more '
-                     'bytes than the file holds: refused before inflating')
+    with archive:
+        records = archive.infolist()
+        if any(r.filename.endswith('/constants.pkl') for r in records):
+            raise _error(source, 'it is a TorchScript archive '
+                         '(torch.jit.save); load it with torch.jit.load')
+        packed = [r.filename for r in records if r.compress_type !=
+                  zipfile.ZIP_STORED or r.file_size != r.compress_size]
+        if packed or sum(r.file_size for r in records) > osp.getsize(path):
+            raise _error(source, f'records {packed} are compressed or claim '
+                         'more bytes than the file holds: refused before '
+                         'inflating')
+        pickled = [r for r in records if r.filename.endswith('/data.pkl')]
+        if len(pickled) == 1:  # else torch.load names what is wrong
+            _check_pickle(archive.read(pickled[0]), source)
+
+
+#: pushes of values whose hash no file can choose (str, bytes: randomised
+#: per process) or that few values share (ints below 2**63, floats)
+_HASHABLE = {'BININT', 'BININT1', 'BININT2', 'BINFLOAT', 'BINUNICODE',
+             'SHORT_BINSTRING', 'BINBYTES', 'SHORT_BINBYTES', 'NONE',
+             'NEWTRUE', 'NEWFALSE'}
+#: the most dict keys of other kinds (tuples, wider ints) a file may hold:
+#: sharing one hash, n keys cost n**2 / 2 comparisons to insert
+MAX_ODD_KEYS = 4096
+#: what builds a dict or set from its argument: only from nothing or from a
+#: dict (whose keys were counted) is allowed
+_FILLS = {'collections OrderedDict', 'collections Counter', 'builtins set',
+          '__builtin__ set'}
+_UPDATES = ('SETITEM', 'SETITEMS', 'APPEND', 'APPENDS')  # in place
+_GETS = ('BINGET', 'LONG_BINGET')
+
+
+def _slot(name: str, arg, memo: dict, popped: list):
+    """What the simulated stack of :func:`_check_pickle` holds for the value
+    opcode ``name`` pushes: True (a key of :data:`_HASHABLE`), a global's
+    name, ``'dict'``, a tuple of slots, or False."""
+    if name in _GETS:
+        return memo.get(arg)
+    if name in ('EMPTY_TUPLE', 'TUPLE1'):
+        return tuple(popped)
+    return arg if name == 'GLOBAL' else 'dict' if name == 'EMPTY_DICT' \
+        else name in _HASHABLE or name == 'LONG1' and abs(arg) < 2**63
+
+
+def _check_pickle(data: bytes, source: str) -> None:
+    """Refuse, before ``torch.load`` builds anything, a pickle that would
+    build more than :data:`MAX_OBJECTS` objects, hold more than
+    :data:`MAX_ODD_KEYS` dict keys a file can make share one hash (ints
+    ``k * (2**61 - 1)``, tuples of them: 150,000 in 2 MB took minutes), or
+    build a dict or set from a list. Only the stack is simulated, from
+    ``pickletools``' opcode table."""
+    stack, marks, memo, built, odd = [], [], {}, 0, 0
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            name, before, popped = op.name, op.stack_before, []
+            keys = stack[-2:-1] if name == 'SETITEM' else \
+                stack[marks[-1]::2] if name == 'SETITEMS' and marks else []
+            odd += sum(k is not True for k in keys)
+            if odd > MAX_ODD_KEYS or name == 'REDUCE' and stack[-2:-1] and \
+                    stack[-2] in _FILLS and stack[-1] not in ((), ('dict', )):
+                raise _error(source, f'it holds more than {MAX_ODD_KEYS} dict'
+                             ' keys other than strings and numbers below '
+                             '2**63, or a dict or set built from a list '
+                             '(keys sharing one hash take minutes to insert)')
+            if pickletools.markobject in before:
+                popped = stack[marks.pop() if marks else 0:]
+                del stack[len(stack) - len(popped):]
+                before = before[:before.index(pickletools.markobject)]
+            count = min(len(before) - (name in _UPDATES), len(stack))
+            if count > 0:
+                popped = stack[-count:] + popped
+                del stack[-count:]
+            if name in ('BINPUT', 'LONG_BINPUT') and stack:
+                memo[arg] = stack[-1]
+            if op.stack_after == [pickletools.markobject]:
+                marks.append(len(stack))
+            elif op.stack_after and name not in _UPDATES:
+                stack.append(_slot(name, arg, memo, popped))
+                built += name not in _GETS
+            if built > MAX_OBJECTS:
+                raise _error(source, f'it builds more than {MAX_OBJECTS} '
+                             'objects')
+    except ValueError as error:  # a bad opcode, a truncated argument
+        raise _error(source, f'its pickle is corrupt or crafted ({error})'
+                     ) from None
 
 
 def _torch_load(path: str, source: str, map_location, mmap: bool) -> Any:
@@ -353,7 +472,7 @@ def load(source: str, map_location: Any = 'cpu', mmap: bool = False) -> dict:
     source = str(source)
     path = _local_path(source)
     _check_archive(path, source)
-    walk = _Walk(source)
+    walk = _Walk(source, VIEW_FACTOR * osp.getsize(path))
     ckpt = walk(_torch_load(path, source, map_location, mmap), _checkpoint)
     if walk.dropped:  # numpy objects of other runs, paths, config text...
         print_log(f'{source}: dropped what no checkpoint holds as it is, '

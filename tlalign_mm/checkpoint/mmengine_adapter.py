@@ -7,6 +7,10 @@ mmengine load: ``Runner.load_checkpoint`` / ``resume``,
 ``find_latest_checkpoint`` wherever mmengine's modules name it
 (auto-resume stays inside the work dir).
 
+It also wraps ``load_state_dict`` of mmengine's optimizer wrappers and
+schedulers: a resumed state is checked against the optimizer that loads
+it (:mod:`.training_state`).
+
 Exact resume reads ``Runner._resume``, ``_load_from`` and
 ``_randomness_cfg``, and replaces ``IterBasedTrainLoop.dataloader_iterator``
 (private API of mmengine 0.10.7: with another release, a resume is
@@ -18,6 +22,7 @@ import mmengine
 from mmengine.logging import print_log
 from mmengine.runner import checkpoint as mmengine_checkpoint
 
+from . import training_state
 from .files import find_resume_checkpoint
 from .load import load
 
@@ -65,13 +70,31 @@ def skip_iterations(loop, loader, calls: int) -> None:
         itertools.repeat(None, calls), _InfiniteDataloaderIterator(loader))
 
 
+def _checked(load, check):
+    """``load`` (a ``load_state_dict`` method) taking ``check(self,
+    state)`` of the state it is given."""
+    def load_state_dict(self, state_dict):
+        return load(self, check(self, state_dict))
+    load_state_dict.checked = load
+    return load_state_dict
+
+
 def install() -> None:
     """Route every checkpoint mmengine loads through
-    :func:`tlalign_mm.checkpoint.load`, and auto-resume through
-    :func:`~.files.find_resume_checkpoint` (idempotent)."""
+    :func:`tlalign_mm.checkpoint.load`, auto-resume through
+    :func:`~.files.find_resume_checkpoint`, and every resumed optimizer and
+    scheduler state through :mod:`.training_state` (idempotent)."""
     import mmengine.runner._flexible_runner as flexible
     import mmengine.runner.runner as runner
+    from mmengine.optim import AmpOptimWrapper, BaseOptimWrapper
+    from mmengine.optim.scheduler.param_scheduler import _ParamScheduler
     mmengine_checkpoint.CheckpointLoader.load_checkpoint = classmethod(
         _load_checkpoint)
     for module in (mmengine.runner, mmengine_checkpoint, runner, flexible):
         module.find_latest_checkpoint = find_resume_checkpoint
+    for cls, check in ((BaseOptimWrapper, training_state.optimizer_state),
+                       (AmpOptimWrapper, training_state.optimizer_state),
+                       (_ParamScheduler, training_state.scheduler_state)):
+        load_state_dict = cls.__dict__['load_state_dict']
+        if not hasattr(load_state_dict, 'checked'):
+            cls.load_state_dict = _checked(load_state_dict, check)

@@ -5,6 +5,7 @@ on save (:func:`plain_checkpoint`) and the message hub rebuilt by
 :func:`~.load.load`. The generator states of exact resume are plain too.
 """
 import random
+from collections import OrderedDict
 from typing import Any, Dict
 
 import numpy as np
@@ -25,9 +26,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):  # numbers: a tensor; else a list
         return torch.from_numpy(value.copy()) if value.dtype.kind in \
             'biuf' else value.tolist()
-    if isinstance(value, dict):
-        return type(value)((k, _plain(v)) for k, v in value.items()
-                           if not callable(v) or torch.is_tensor(v))
+    if isinstance(value, dict):  # a Counter (MultiStepLR's milestones)
+        # as a dict: Counter(pairs) would count the pairs as keys
+        return (OrderedDict if isinstance(value, OrderedDict) else dict)(
+            (k, _plain(v)) for k, v in value.items()
+            if not callable(v) or torch.is_tensor(v))
     if type(value) in (list, tuple):
         return type(value)(_plain(v) for v in value)
     return value

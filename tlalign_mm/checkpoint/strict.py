@@ -61,7 +61,8 @@ def _shape(text: str) -> Tuple[int, ...]:
 def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
                   source: str, allow_missing: Sequence[str] = (),
                   allow_unexpected: Sequence[str] = (),
-                  hint: str = '') -> Tuple[list, list, list]:
+                  hint: str = '', assign: bool = False
+                  ) -> Tuple[list, list, list]:
     """Load ``state_dict`` into ``module``; raise unless every key fits
     (after the module's own load hooks, e.g. a position-embedding resize).
 
@@ -69,6 +70,8 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
         allow_missing / allow_unexpected: fnmatch patterns of keys that may
             be absent from the checkpoint / ignored by the module.
         hint (str): the error's last line (what to check, how to opt out).
+        assign (bool): ``load_state_dict``'s: the module takes the tensors
+            themselves (one built on the meta device).
 
     Returns:
         tuple: the allowed missing keys, the allowed unexpected keys and
@@ -81,7 +84,8 @@ def load_strictly(module: nn.Module, state_dict: Dict[str, torch.Tensor],
     own = module.state_dict()
     mismatched = []
     try:
-        result = module.load_state_dict(state_dict, strict=False)
+        result = module.load_state_dict(state_dict, strict=False,
+                                        assign=assign)
         # A key the module's own load hook drops although the file holds
         # the very tensor the module keeps is not missing: loading it would
         # change nothing. (SwinTransformerV2 drops relative_position_index

@@ -4,18 +4,21 @@ import os
 import pickle
 import sys
 
+from tlalign_mm.core.options import OptionError
+
 from .load import CheckpointError
 
 
 @contextlib.contextmanager
 def one_line_errors(debug: bool = False):
-    """A refused checkpoint or data file (a CIFAR batch), or a missing file,
-    raised inside ends the process with exit status 1 and one ``error:``
-    line on stderr; with ``debug`` or ``TLALIGN_DEBUG=1``, the traceback."""
+    """A refused checkpoint or data file (a CIFAR batch), a missing file, a
+    directory where a file is written, or a bad TL-Align option, raised
+    inside ends the process with exit status 1 and one ``error:`` line on
+    stderr; with ``debug`` or ``TLALIGN_DEBUG=1``, the traceback."""
     try:
         yield
-    except (CheckpointError, FileNotFoundError,
-            pickle.UnpicklingError) as error:
+    except (CheckpointError, FileNotFoundError, IsADirectoryError,
+            OptionError, pickle.UnpicklingError) as error:
         if debug or os.environ.get('TLALIGN_DEBUG') == '1':
             raise
         print(f'error: {error}', file=sys.stderr)

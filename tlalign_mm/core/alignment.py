@@ -138,10 +138,11 @@ def align(recorded: Recorded,
         pixel_weights = pixel_weights.detach().float()
         if area_share is None:
             area_share = pixel_weights.mean((2, 3))
-        area_share = area_share.detach().float()
-        extra, join = recorded.extra_tokens, recorded.extra_from
-        labels = with_extra_tokens(recorded.embed(pixel_weights), area_share,
-                                   0 if join else extra)
+        area_share, join = area_share.detach().float(), recorded.extra_from
+        labels = recorded.embed(pixel_weights)
+        if not join:
+            labels = with_extra_tokens(labels, area_share,
+                                       recorded.extra_tokens)
         history = [labels] if keep_history else []
         head = labels if head_after is None else None
         for i, slot in enumerate(slots):
@@ -156,11 +157,12 @@ def align(recorded: Recorded,
             before, after = slot.split_steps() if slot.steps else ((), ())
             if head_after == (i - 1, False):
                 head = labels
-            if i == join and join:  # (XCiT's class token joins late)
-                labels = with_extra_tokens(labels, area_share, extra)
             labels = _steps(before, labels, options, moves)
             if head_after == (i - 1, True):
                 head = labels
+            if join and i == join:  # (T2T-ViT's, XCiT's class token)
+                labels = with_extra_tokens(labels, area_share,
+                                           recorded.extra_tokens)
             if i == num_blocks:
                 break
             if slot.probs is not None or slot.q is not None:

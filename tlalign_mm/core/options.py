@@ -9,6 +9,12 @@ from .attention import IMPLS
 AlignLayers = Union[str, Iterable[int], None]
 
 
+class OptionError(TypeError, ValueError):
+    """An alignment option that is not what it must be (a TypeError or a
+    ValueError, as numpy's ``AxisError``; the tools print it as one
+    ``error:`` line)."""
+
+
 @dataclass(frozen=True)
 class AlignOptions:
     """The rule's options (see :mod:`tlalign_mm.core.alignment`), checked
@@ -36,11 +42,11 @@ class AlignOptions:
     def __post_init__(self):
         for name in ('residual_norm', 'follow_drop_path'):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f'TL-Align option {name} must be True or '
-                                f'False, got {getattr(self, name)!r}.')
+                raise OptionError(f'TL-Align option {name} must be True '
+                                  f'or False, got {getattr(self, name)!r}.')
         if not isinstance(self.impl, str) or self.impl not in IMPLS:
-            raise ValueError(f'TL-Align option impl must be one of {IMPLS}, '
-                             f'got {self.impl!r}.')
+            raise OptionError(f'TL-Align option impl must be one of '
+                              f'{IMPLS}, got {self.impl!r}.')
         if isinstance(self.align_layers, Iterable) and \
                 not isinstance(self.align_layers, str):
             # a list from a config: kept as a tuple (immutable, read once)
@@ -55,18 +61,19 @@ def align_options(cfg: Union[Mapping, AlignOptions, None] = None
     checked: anything but a mapping is refused, unknown keys are refused
     with the known ones named, the switches must be bools (a string
     ``'no'`` is not ``False``), ``align_layers`` as
-    :func:`resolve_align_layers` accepts."""
+    :func:`resolve_align_layers` accepts; :class:`OptionError` names what
+    is not."""
     if isinstance(cfg, AlignOptions):
         return cfg
     known = [f.name for f in fields(AlignOptions)]
     if cfg is not None and not isinstance(cfg, Mapping):
-        raise TypeError(f'TL-Align options (align_cfg) must be a dict of '
-                        f'{known}, got {cfg!r}.')
+        raise OptionError(f'TL-Align options (align_cfg) must be a dict '
+                          f'of {known}, got {cfg!r}.')
     cfg = dict(cfg or {})
     unknown = sorted(set(cfg) - set(known))
     if unknown:
-        raise ValueError(f'Unknown TL-Align options {unknown}; known: '
-                         f'{known}.')
+        raise OptionError(f'Unknown TL-Align options {unknown}; known: '
+                          f'{known}.')
     return AlignOptions(**cfg)
 
 
@@ -75,8 +82,8 @@ def resolve_align_layers(align_layers: AlignLayers,
                          ) -> Optional[Set[int]]:
     """The set of block indices that align (``None``: all) from ``'all'``
     (or ``None``), ``'last'`` or a non-empty list of indices (negative from
-    the end; ``num_layers`` resolves them and checks the range); a
-    ValueError naming the value and what is accepted otherwise."""
+    the end; ``num_layers`` resolves them and checks the range); an
+    :class:`OptionError` naming the value and what is accepted otherwise."""
     if align_layers is None or (isinstance(align_layers, str)
                                 and align_layers == 'all'):
         return None
@@ -86,19 +93,19 @@ def resolve_align_layers(align_layers: AlignLayers,
                 'block indices (ints; negative ones count from the end)')
     if isinstance(align_layers, str) or not isinstance(
             align_layers, Iterable):
-        raise ValueError(f'{accepted}; got {align_layers!r}.')
+        raise OptionError(f'{accepted}; got {align_layers!r}.')
     align_layers = list(align_layers)
     if not align_layers:
-        raise ValueError(f'{accepted}; got an empty list, which would align '
-                         'nothing.')
+        raise OptionError(f'{accepted}; got an empty list, which would '
+                          'align nothing.')
     indices = set()
     for i in align_layers:
         if isinstance(i, bool) or not isinstance(i, int):
-            raise ValueError(f'{accepted}; got {i!r} in {align_layers!r}.')
+            raise OptionError(f'{accepted}; got {i!r} in {align_layers!r}.')
         if i < 0 and num_layers is not None:
             i += num_layers
         if num_layers is not None and not 0 <= i < num_layers:
-            raise ValueError(f'align_layers index {i} is out of range for a '
-                             f'model with {num_layers} blocks.')
+            raise OptionError(f'align_layers index {i} is out of range for '
+                              f'a model with {num_layers} blocks.')
         indices.add(i)
     return indices

@@ -118,9 +118,12 @@ class Recorded(NamedTuple):
             patch token labels (the patch embedding's rule).
         extra_tokens (int): tokens before the patch tokens (class,
             distillation, registers); they start at ``area_share``.
-        extra_from (int): the block they join before (XCiT's class token
-            joins its first class-attention block); 0: with the patch
-            tokens.
+        extra_from (int): the block the extra tokens join the sequence
+            before (after that slot's token steps): ``0``, from the patch
+            embedding on (ViT); T2T-ViT prepends its class token after its
+            T2T blocks, XCiT before its first class-attention block. They
+            start at ``area_share`` whenever they join: they hold no pixel,
+            and no block moved labels into them.
         head_after (tuple, optional): ``(j, through_step)``: the head reads
             the tokens after block ``j`` (and the token step after it, if
             ``through_step``); ``None``: after the last.

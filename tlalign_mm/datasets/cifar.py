@@ -117,30 +117,38 @@ class _LocalCIFARMixin:
         super().__init__(  # mmpretrain's CIFAR10 / CIFAR100
             data_root=data_root, split=split, download=False, **kwargs)
 
-    def _expected_layout(self, root: str) -> str:
+    @classmethod
+    def expected_layout(cls, root: str) -> str:
+        """The files under ``root`` (the config's data_root) and where they
+        come from."""
         root = root.rstrip('/') or '/'
-        files = [f for f, _ in self.train_list + self.test_list]
-        files.append(self.meta['filename'])
+        files = [f for f, _ in cls.train_list + cls.test_list]
+        files.append(cls.meta['filename'])
         tree = '\n'.join(f'        {f}' for f in files)
-        return (f'    {root}/\n      {self.base_folder}/\n{tree}\n'
-                f'(the "python version" archive {osp.basename(self.url)} '
-                f'from {self.url}, extracted into {root})')
+        return (f'    {root}/\n      {cls.base_folder}/\n{tree}\n'
+                f'(the "python version" archive {osp.basename(cls.url)} '
+                f'from {cls.url}, extracted into {root})')
+
+    @classmethod
+    def needed_files(cls, root: str, split: str = 'train') -> list:
+        """``(path, md5)`` of the files ``split`` reads."""
+        needed = cls.train_list if split == 'train' else cls.test_list
+        entries = list(needed) + [[cls.meta['filename'], cls.meta['md5']]]
+        return [(join_path(root, cls.base_folder, f), md5)
+                for f, md5 in entries]
 
     def _check_integrity(self) -> bool:
         if self._verified:
             return True
         root = self.data_prefix['root']
-        needed = self.train_list if self.split == 'train' else self.test_list
-        entries = list(needed) + [[self.meta['filename'], self.meta['md5']]]
-        paths = [(join_path(root, self.base_folder, f), md5)
-                 for f, md5 in entries]
+        paths = self.needed_files(root, self.split)
         missing = [p for p, _ in paths if not osp.isfile(p)]
         if missing:
             raise FileNotFoundError(
                 f'{type(self).__name__} (split={self.split!r}) is missing '
                 f'{len(missing)} file(s): {", ".join(missing)}. Expected '
                 f'layout (nothing is downloaded):\n'
-                f'{self._expected_layout(root)}')
+                f'{self.expected_layout(root)}')
         if self.verify_md5:
             bad = [p for p, md5 in paths if not check_md5(p, md5)]
             if bad:
@@ -149,7 +157,7 @@ class _LocalCIFARMixin:
                     f'the official release (md5 sums of {self.url}): '
                     'corrupt, or not the official files. Download the '
                     'archive again and extract it into '
-                    f'{root}.\n{self._expected_layout(root)}')
+                    f'{root}.\n{self.expected_layout(root)}')
         self._verified = True
         return True
 

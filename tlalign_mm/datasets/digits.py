@@ -30,7 +30,28 @@ class Digits(BaseDataset):
             loaded: the bytes ``dict(type='Resize', scale=scale,
             interpolation='bilinear')`` would give in every epoch. Defaults
             to None (8x8).
+        canvas (int | tuple[int, int], optional): ``(w, h)`` (or a square's
+            side) of a blank (0) canvas the digit, after ``scale``, is
+            pasted on once at load: a small object in a larger frame, where
+            a CutMix box's area share is far from the share of the digit it
+            holds. At least the digit's size. Defaults to None (no canvas).
+        placement (str): where on the canvas: ``'centre'`` (the middle,
+            rounded up and left), or ``'random'``: a place drawn once per
+            image and fixed, as translated-MNIST benchmarks place their
+            digits, the same in every split, process and epoch (the draws
+            come from ``placement_seed`` in the order of scikit-learn's
+            images, not from ``np.random``). Defaults to ``'centre'``.
+        max_shift (int, optional): with ``'random'``, the most the digit
+            moves from the centre along each axis (clipped to the canvas).
+            Defaults to None: anywhere on the canvas.
+        placement_seed (int): seed of the ``'random'`` places. Defaults
+            to 0.
         pipeline, **kwargs: as :class:`mmpretrain.datasets.BaseDataset`.
+
+    Each data info holds the image (``img``, ``(h, w, 3)`` ``uint8``), its
+    label (``gt_label``) and, with a canvas, where the digit is on it
+    (``digit_box``, ``(x1, y1, x2, y2)`` in pixels, ``x2``/``y2``
+    exclusive).
 
     A batch (:meth:`__getitems__`, which torch's ``DataLoader`` calls) is
     made at once from one image tensor when the pipeline is ``RandomCrop``
@@ -43,18 +64,40 @@ class Digits(BaseDataset):
     def __init__(self, split: str = 'train', test_ratio: float = 0.2,
                  split_seed: int = 0,
                  scale: Optional[Union[int, Sequence[int]]] = None,
-                 pipeline=(), **kwargs):
+                 canvas: Optional[Union[int, Sequence[int]]] = None,
+                 placement: str = 'centre', max_shift: Optional[int] = None,
+                 placement_seed: int = 0, pipeline=(), **kwargs):
         if split not in ('train', 'test'):
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-        if isinstance(scale, int):
-            scale = (scale, scale)
-        if scale is not None and (len(scale) != 2 or min(scale) < 1):
-            raise ValueError('scale must be a positive int or (w, h), got '
-                             f'{scale!r}.')
+        scale = _size(scale, 'scale')
+        canvas = _size(canvas, 'canvas')
+        digit = scale or (8, 8)
+        if canvas is not None and (canvas[0] < digit[0] or
+                                   canvas[1] < digit[1]):
+            raise ValueError(
+                f'canvas {canvas} (w, h) is smaller than the digit '
+                f'{digit}: give a canvas at least the size of `scale` '
+                '(8x8 without one).')
+        if placement not in ('centre', 'random'):
+            raise ValueError("placement must be 'centre' or 'random', got "
+                             f'{placement!r}.')
+        if (placement != 'centre' or max_shift is not None) and \
+                canvas is None:
+            raise ValueError(
+                f'placement={placement!r}, max_shift={max_shift!r} place '
+                'the digit on a canvas: give `canvas` too.')
+        if max_shift is not None and (not isinstance(max_shift, int) or
+                                      max_shift < 0):
+            raise ValueError('max_shift must be a non-negative int or None, '
+                             f'got {max_shift!r}.')
         self.split = split
         self.test_ratio = test_ratio
         self.split_seed = split_seed
-        self.scale = None if scale is None else tuple(scale)
+        self.scale = scale
+        self.canvas = canvas
+        self.placement = placement
+        self.max_shift = max_shift
+        self.placement_seed = placement_seed
         super().__init__(
             ann_file='', pipeline=pipeline, test_mode=split == 'test',
             **kwargs)
@@ -67,13 +110,37 @@ class Digits(BaseDataset):
             index, test_size=self.test_ratio, random_state=self.split_seed,
             stratify=targets)
         chosen = np.sort(train if self.split == 'train' else test)
+        if self.canvas is not None:
+            corners = self._corners(len(images))
         data_list = []
         for i in chosen:
             img = np.repeat(images[i][..., None], 3, axis=2)
             if self.scale is not None:
                 img = mmcv.imresize(img, self.scale, interpolation='bilinear')
-            data_list.append(dict(img=img, gt_label=int(targets[i])))
+            info = dict(img=img, gt_label=int(targets[i]))
+            if self.canvas is not None:
+                (w, h), (x, y) = self.canvas, corners[i].tolist()
+                info['img'] = np.zeros((h, w, 3), np.uint8)
+                info['img'][y:y + img.shape[0], x:x + img.shape[1]] = img
+                info['digit_box'] = (x, y, x + img.shape[1],
+                                     y + img.shape[0])
+            data_list.append(info)
         return data_list
+
+    def _corners(self, num: int) -> np.ndarray:
+        """``(num, 2)`` top-left corners ``(x, y)`` of the digit on the
+        canvas, one per image of scikit-learn's order (so an image's place
+        does not depend on the split)."""
+        room = np.subtract(self.canvas, self.scale or (8, 8))  # (w, h)
+        centre = room // 2
+        if self.placement == 'centre':
+            return np.broadcast_to(centre, (num, 2))
+        low, high = np.zeros(2, np.int64), room
+        if self.max_shift is not None:
+            low = np.maximum(low, centre - self.max_shift)
+            high = np.minimum(high, centre + self.max_shift)
+        rng = np.random.default_rng(self.placement_seed)
+        return rng.integers(low, high + 1, size=(num, 2))
 
     def __getitems__(self, indices: Sequence[int]) -> List[dict]:
         """``[self[i] for i in indices]`` (the same bytes, data samples and
@@ -127,6 +194,20 @@ class Digits(BaseDataset):
                 not isinstance(crop.pad_val, (int, float)):
             return None
         return crop, pack
+
+
+def _size(value, name: str) -> Optional[Tuple[int, int]]:
+    """``(w, h)`` from a square's side or a pair, checked; None stays."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        value = (value, value)
+    value = tuple(value)
+    if len(value) != 2 or not all(isinstance(v, int) and v >= 1
+                                  for v in value):
+        raise ValueError(f'{name} must be a positive int or (w, h), got '
+                         f'{value!r}.')
+    return value
 
 
 @lru_cache(maxsize=1)

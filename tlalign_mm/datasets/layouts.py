@@ -1,18 +1,35 @@
-"""The on-disk layouts of OpenMMLab's own dataset classes the downstream
-configs use (mmseg's ADE20K, mmdet's COCO, mmpretrain's Flowers-102 and
-Stanford Cars), checked before a run: a missing one failed deep in the data
-loading with a bare path. ``tools/train.py`` and ``tools/test.py`` call
-:func:`check_config_datasets` before building anything, so these fail as
-this package's own datasets do, with the layout expected. Nothing is ever
-downloaded.
+"""The on-disk layouts of the dataset types the configs use, checked
+before a run: ``tools/train.py`` and ``tools/test.py`` call
+:func:`check_config_datasets` before building anything, so a dataset whose
+root or split folder does not exist fails at once, naming the missing path
+and the layout expected, not after the Runner, its work dir and the other
+datasets were built (mmpretrain's ImageNet said only "No such file or
+directory: 'data/imagenet/train'", 434 lines into the log). OpenMMLab's own
+classes (mmpretrain's ImageNet, Flowers-102 and Stanford Cars, mmseg's
+ADE20K, mmdet's COCO) have their layout in :data:`LAYOUTS`; this package's
+(local CIFAR, Tiny-ImageNet, ImageNet-A/R/V2/C) in their classes, which
+check the contents further when they load. Digits ships with
+scikit-learn. Nothing is ever downloaded.
 """
 import os.path as osp
-from typing import Iterable, List, Mapping, Optional
+from typing import Callable, Dict, Iterable, List, Mapping, Optional
+
+from .cifar import LocalCIFAR10, LocalCIFAR100
+from .imagenet_robustness import ImageNetA, ImageNetC, ImageNetR, ImageNetV2
+from .tiny_imagenet import TinyImageNet
 
 __all__ = ['LAYOUTS', 'check_config_datasets', 'check_dataset_layout']
 
 #: dataset type -> the layout it expects (``{root}``: its data_root)
 LAYOUTS = {
+    'ImageNet':
+    '{root}/\n'
+    '  train/n01440764/*.JPEG ...   (the 1,000 WordNet-id class folders)\n'
+    '  val/n01440764/*.JPEG ...     (the same folders; or the images flat '
+    'with meta/val.txt)\n'
+    '  meta/train.txt  meta/val.txt (optional: "<path> <label>" lines)\n'
+    '(ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar from '
+    'https://image-net.org/download.php, extracted into {root})',
     'ADE20KDataset':
     '{root}/\n'
     '  images/training/ADE_train_*.jpg     images/validation/ADE_val_*.jpg\n'
@@ -46,6 +63,24 @@ LAYOUTS = {
 }
 
 
+#: this package's dataset types -> their layout (``root`` -> text)
+OWN_LAYOUTS: Dict[str, Callable[[str], str]] = {
+    'LocalCIFAR10': LocalCIFAR10.expected_layout,
+    'LocalCIFAR100': LocalCIFAR100.expected_layout,
+    'TinyImageNet': lambda root: TinyImageNet.LAYOUT.format(
+        cls='TinyImageNet', root=root),
+    **{cls.__name__: cls.LAYOUT.format for cls in (
+        ImageNetA, ImageNetR, ImageNetV2, ImageNetC)},
+}
+_CIFAR = {'LocalCIFAR10': LocalCIFAR10, 'LocalCIFAR100': LocalCIFAR100}
+
+
+def _layout(kind: str, root: str) -> str:
+    if kind in OWN_LAYOUTS:
+        return OWN_LAYOUTS[kind](root=root)
+    return LAYOUTS[kind].format(root=root)
+
+
 def _join(root: Optional[str], path: Optional[str]) -> Optional[str]:
     if not path:
         return root
@@ -55,7 +90,18 @@ def _join(root: Optional[str], path: Optional[str]) -> Optional[str]:
 def _missing(cfg: Mapping, kind: str) -> List[str]:
     """The expected paths of ``cfg`` that do not exist."""
     root = cfg.get('data_root', None)
-    if kind == 'Flowers102':
+    if kind in _CIFAR:
+        return [p for p, _ in _CIFAR[kind].needed_files(
+            root or '', cfg.get('split', 'train')) if not osp.isfile(p)]
+    if kind in ('ImageNetA', 'ImageNetR', 'ImageNetV2', 'ImageNetC'):
+        need = [root or '.']
+    elif kind in ('ImageNet', 'TinyImageNet'):  # split: the default prefix
+        prefix = cfg.get('data_prefix', None) or cfg.get('split', None)
+        need = [_join(root, p) for p in prefix.values()] if isinstance(
+            prefix, Mapping) else [_join(root, prefix)]
+        if cfg.get('ann_file'):
+            need.append(_join(root, cfg['ann_file']))
+    elif kind == 'Flowers102':
         need = [_join(root, p) for p in ('jpg', 'imagelabels.mat',
                                         'setid.mat')]
     elif kind == 'StanfordCars':
@@ -81,7 +127,7 @@ def check_dataset_layout(cfg: Mapping) -> None:
     """A ``FileNotFoundError`` naming the missing paths and the layout if
     the dataset ``cfg`` builds is one of :data:`LAYOUTS` and misses files."""
     kind = str(cfg.get('type', '')).split('.')[-1]
-    if kind not in LAYOUTS:
+    if kind not in LAYOUTS and kind not in OWN_LAYOUTS:
         return
     root = cfg.get('data_root', None)
     if root is not None and '://' in str(root):
@@ -91,7 +137,7 @@ def check_dataset_layout(cfg: Mapping) -> None:
         raise FileNotFoundError(
             f'{kind} (data_root={root!r}) is missing: {", ".join(missing)}. '
             'Expected layout (nothing is downloaded):\n' +
-            LAYOUTS[kind].format(root=str(root).rstrip('/') if root else '.'))
+            _layout(kind, str(root).rstrip('/') if root else '.'))
 
 
 def _datasets(cfg: Mapping) -> Iterable[Mapping]:

@@ -1,11 +1,13 @@
 """Tiny-ImageNet for the SL-ViT configs, a class-folder ``CustomDataset``
 that fails at build time naming the expected layout (mmpretrain's error
-names the folder and suggests ``download=True``)."""
+names the folder and suggests ``download=True``), and refuses an image
+larger than :attr:`TinyImageNet.MAX_PIXELS` before it is decoded."""
 import os
 import os.path as osp
 
 from mmpretrain.datasets import CustomDataset
 from mmpretrain.registry import DATASETS
+from PIL import Image
 
 
 @DATASETS.register_module()
@@ -27,6 +29,9 @@ class TinyImageNet(CustomDataset):
               'class folders with val/val_annotations.txt)\n'
               'with the same 200 <wnid> folders in both splits. Downloading '
               'is disabled.')
+    #: the most pixels an image may have: 16 times Tiny-ImageNet's 64x64 (PIL
+    #: decodes a 20 KB PNG that claims 178 M pixels, 2 GB, with a warning)
+    MAX_PIXELS = 16 * 64 * 64
 
     def __init__(self, data_root: str = 'data/tiny-imagenet-200',
                  split: str = 'train', **kwargs):
@@ -71,3 +76,16 @@ class TinyImageNet(CustomDataset):
                     f'({folder} lacks {lacks[:5]}, has extra {extra[:5]}): '
                     f'the labels of the two splits would not match. {layout}')
         return super().load_data_list()
+
+    def prepare_data(self, idx):
+        """The pipeline's result for sample ``idx``, once the image's header
+        says it has at most :attr:`MAX_PIXELS` pixels."""
+        path = self.get_data_info(idx)['img_path']
+        with Image.open(path) as image:  # reads the header only
+            width, height = image.size
+        if width * height > self.MAX_PIXELS:
+            raise ValueError(
+                f'{path} is {width}x{height} pixels, more than the '
+                f'{self.MAX_PIXELS} {type(self).__name__} allows (its images '
+                'are 64x64): refused before decoding')
+        return super().prepare_data(idx)

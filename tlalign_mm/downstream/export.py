@@ -13,18 +13,28 @@ dict (``backbone.timm_model.`` stripped, the head's ``Linear`` as timm's
 ``head``, and for distilled DeiT also ``head_dist``: timm averages
 ``head(cls)`` and ``head_dist(dist)``, which with both the trained head is
 what the mmpretrain head computed), checked to load strictly into
-``timm.create_model(name, **kwargs)``.
+``timm.create_model(name, **kwargs)`` built on the meta device (nothing
+sized by the file's recorded config is allocated).
+
+Both write OUT atomically (:func:`~tlalign_mm.checkpoint.atomic_write`: a
+symlink at OUT is replaced, never written through; OUT a directory is
+refused).
 """
 import hashlib
 import json
-import os
 import os.path as osp
 from typing import Optional
 
 import torch
 from mmengine.config import Config
 
-from tlalign_mm.checkpoint import CheckpointMismatchError, load, state_dict_of
+from tlalign_mm.checkpoint import (
+    CheckpointMismatchError,
+    atomic_write,
+    load,
+    load_strictly,
+    state_dict_of,
+)
 from tlalign_mm.models.tlalign_backbone import plain_backbone_cfg
 from tlalign_mm.registry import SCOPE, WEIGHT_INITIALIZERS
 
@@ -44,20 +54,6 @@ def _recorded_model(ckpt: dict) -> Optional[dict]:
     """The training run's model config (``meta['cfg']``, parsed by
     :func:`~tlalign_mm.checkpoint.load`), or ``None``."""
     return ckpt.get('meta', {}).get('cfg', {}).get('model')
-
-
-def _save(obj, dst: str, check=None) -> None:
-    """``torch.save`` to ``dst.<pid>.partial``, renamed to ``dst`` once
-    ``check(that path)`` passes: a failed check leaves no file behind."""
-    tmp = f'{dst}.{os.getpid()}.partial'
-    torch.save(obj, tmp)
-    try:
-        if check is not None:
-            check(tmp)
-        os.replace(tmp, dst)
-    finally:
-        if osp.exists(tmp):
-            os.remove(tmp)
 
 
 def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
@@ -93,8 +89,9 @@ def export_backbone(src: str, dst: str, to: str = 'mmpretrain',
         num_params=sum(t.numel() for t in tensors.values()),
         backbone=_plain(plain_backbone_cfg(model['backbone']))
         if isinstance(model, dict) and 'backbone' in model else None)
-    _save({'meta': meta, 'state_dict': tensors}, dst,
-          (lambda path: check_export(path, check)) if check else None)
+    atomic_write(dst, lambda f: torch.save(
+        {'meta': meta, 'state_dict': tensors}, f),
+        (lambda path: check_export(path, check)) if check else None)
     return meta
 
 
@@ -140,10 +137,16 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
         raise CheckpointMismatchError(
             f'{src!r}: its meta.cfg is missing or not a plain config, so the '
             'timm model name is unknown: pass the training config (--config)')
-    backbone = plain_backbone_cfg(dict(model['backbone']))
-    if backbone.get('type') != 'PooledTIMMBackbone':
-        raise ValueError(f"--format timm exports PooledTIMMBackbone models; "
-                         f"this config's is {backbone.get('type')!r}.")
+    backbone = model.get('backbone') if isinstance(model, dict) else None
+    backbone = plain_backbone_cfg(dict(backbone)) if isinstance(
+        backbone, dict) else {}
+    if backbone.get('type') != 'PooledTIMMBackbone' or not isinstance(
+            backbone.get('model_name'), str):
+        raise CheckpointMismatchError(
+            f'--format timm exports PooledTIMMBackbone models with a '
+            f"model_name; the backbone of {config or src!r} is "
+            f"{backbone.get('type')!r} with model_name "
+            f"{backbone.get('model_name')!r}: use --format mmpretrain")
     kwargs = {k: v for k, v in backbone.items() if k not in _NOT_TIMM_ARGS}
     kwargs.setdefault('global_pool', 'token')
     if backbone.get('in_channels', 3) != 3:
@@ -162,14 +165,15 @@ def export_timm(src: str, dst: str, config: Optional[str] = None) -> dict:
         for part in ('weight', 'bias'):
             tensors[f'{name}.{part}'] = state_dict[head + part].cpu().clone()
     kwargs['num_classes'] = len(tensors['head.bias']) if head else 0
-    net = timm.create_model(backbone['model_name'], pretrained=False,
-                            **kwargs)
-    try:
-        net.load_state_dict(tensors, strict=True)
-    except RuntimeError as error:
-        raise CheckpointMismatchError(
-            f"timm.create_model({backbone['model_name']!r}, **{kwargs}) "
-            f'does not load the export strictly: {error}') from error
-    torch.save(tensors, dst)
+    call = f"timm.create_model({backbone['model_name']!r}, **{kwargs})"
+    try:  # the meta device: shapes only, whatever sizes the config gives
+        with torch.device('meta'):
+            net = timm.create_model(backbone['model_name'], pretrained=False,
+                                    **kwargs)
+    except (RuntimeError, TypeError, ValueError, AssertionError) as error:
+        raise CheckpointMismatchError(f'{call} fails: {error}') from None
+    load_strictly(net, tensors, repr(src), assign=True,
+                  hint=f'The export must load into {call}.')
+    atomic_write(dst, lambda f: torch.save(tensors, f))
     return dict(model_name=backbone['model_name'], kwargs=kwargs,
                 num_tensors=len(tensors), head=head)

@@ -20,6 +20,7 @@ POOLS = ('token', 'avg')
 @MODELS.register_module(name='PooledTIMMBackbone')
 def build_pooled_timm_backbone(model_name: str,
                                global_pool: str = 'token',
+                               checkpoint_path: str = '',
                                **kwargs) -> nn.Module:
     """mmpretrain's ``TIMMBackbone`` (its class, parameter names and state
     dict) with timm's pooling kept: its forward returns ``(feature, )``,
@@ -33,9 +34,13 @@ def build_pooled_timm_backbone(model_name: str,
             ``fc_norm``), timm's option, also passed to
             ``timm.create_model``. Distilled DeiT takes ``'token'`` and
             averages its class and distillation tokens, as timm's head does.
+        checkpoint_path (str): a state dict of the timm model (its
+            classifier ignored), loaded strictly by
+            :func:`tlalign_mm.checkpoint.load`, not by timm's own
+            ``torch.load`` (no size check before it inflates a file).
         **kwargs: ``TIMMBackbone``'s arguments (``pretrained``,
-            ``checkpoint_path``, ``in_channels``, ``init_cfg``) and timm's
-            (``drop_path_rate``, ``img_size``, ...).
+            ``in_channels``, ``init_cfg``) and timm's (``drop_path_rate``,
+            ``img_size``, ...).
     """
     if global_pool not in POOLS:
         raise ValueError(
@@ -58,6 +63,14 @@ def build_pooled_timm_backbone(model_name: str,
         raise ValueError(
             f'timm {type(model).__name__} has no reset_classifier, so it '
             'cannot keep a pooled head input; use TIMMBackbone.')
+    if checkpoint_path:  # as timm's create_model, minus the classifier
+        from tlalign_mm.checkpoint import load, load_strictly, state_dict_of
+        heads = model.pretrained_cfg.get('classifier') or ()
+        load_strictly(model, state_dict_of(load(checkpoint_path),
+                                           checkpoint_path),
+                      repr(checkpoint_path), allow_unexpected=[
+                          f'{h}.*' for h in ((heads, ) if isinstance(
+                              heads, str) else heads)])
     model.reset_classifier(0, global_pool)
     return backbone
 

@@ -44,6 +44,15 @@ def qkv_output(slot, attn, module, args, qkv):
             slot.bias = diagonal_mask(N, torch.float32, qkv.device)
 
 
+def qkv_scaled_output(slot, arg, module, args, qkv):
+    """``qkv`` of an mmpretrain ``MultiheadAttention`` that attends at a
+    scale of its own, not SDPA's default: ``arg`` is ``(attention, scale)``,
+    the scale found when the description was made (T2T-ViT's)."""
+    attn, scale = arg
+    qkv_output(slot, attn, module, args, qkv)
+    slot.scale = scale
+
+
 def q_norm_output(slot, attn, module, args, q):
     """timm ``Attention.q_norm``: the queries both of its paths use."""
     slot.q, slot.scale = q.detach(), attn.scale
@@ -59,8 +68,10 @@ def softmax_output(slot, arg, module, args, probs):
 
 
 def attn_drop_input(slot, arg, module, args):
-    """The softmax an attention dropout is given (BEiT)."""
-    slot.probs = args[0].detach()
+    """The softmax an attention dropout is given (BEiT; Twins' locally
+    grouped attention: ``(B, windows, H, N, N)``, its leading axes flattened
+    in the order of the :class:`Windows` key map)."""
+    slot.probs = args[0].detach().flatten(0, -4)
 
 
 def mha_weights(slot, arg, mha, args, kwargs, output):
@@ -85,6 +96,42 @@ def mha_weights(slot, arg, mha, args, kwargs, output):
         setattr(slot, name[0], y.unflatten(-1, (H, -1)).permute(1, 2, 0, 3))
 
 
+def q_linear(slot, attn, module, args, q):
+    """A Linear whose output is the queries, ``(B, N, heads * d)`` (Twins'
+    ``GlobalSubsampledAttention.q``; ``attn`` gives ``num_heads``), at
+    SDPA's default scale."""
+    slot.q = q.detach().unflatten(-1, (attn.num_heads, -1)).transpose(1, 2)
+
+
+def kv_linear(slot, attn, module, args, kv):
+    """A Linear whose output is keys then values, ``(B, M, 2 * heads * d)``
+    (Twins' ``GlobalSubsampledAttention.kv``): the keys."""
+    slot.k = kv.detach().unflatten(-1, (2, attn.num_heads, -1))[:, :, 0] \
+        .transpose(1, 2)
+
+
+def split_qkv_bias(slot, arg, module, args, output):
+    """mmpretrain's LeViT-style attention (``LeAttention``: TinyViT;
+    LeViT's ``Attention`` and ``AttentionSubsample``): q and k as views of a
+    projection's output (``qkv``, ``kv`` or ``q``; ``arg`` is ``(attn,
+    parts)``, ``parts`` that projection's per-head pieces, of widths
+    ``key_dim`` for q and k, ``d`` for v), at its ``scale``, and with the
+    query the attention bias it adds (``attention_biases`` at its index in
+    training, gathered from the detached table, the cached ``ab`` in eval,
+    as its forward does)."""
+    attn, parts = arg
+    B, N = output.shape[:2]
+    widths = dict(q=attn.key_dim, k=attn.key_dim, v=attn.d)
+    for name, t in zip(parts, output.detach().view(
+            B, N, attn.num_heads, -1).split([widths[p] for p in parts], 3)):
+        if name != 'v':
+            setattr(slot, name, t.transpose(1, 2))
+    if 'q' in parts:
+        slot.scale = attn.scale
+        slot.bias = attn.attention_biases.detach()[
+            :, attn.attention_bias_idxs] if attn.training else attn.ab
+
+
 def _hw(args, kwargs) -> Tuple[int, int]:
     hw = args[1] if len(args) > 1 else kwargs['hw_shape']
     return int(hw[0]), int(hw[1])
@@ -99,6 +146,21 @@ def window_geometry(slot, arg, msa, args, kwargs, output):
         msa.shift_size
     slot.key_map = Windows((H, W), ws, shift,
                            ((ws - H % ws) % ws, (ws - W % ws) % ws))
+
+
+def local_windows(slot, arg, attn, args, kwargs, output):
+    """Twins' ``LocallyGroupedSelfAttention`` call: unshifted windows of its
+    ``window_size`` over its ``hw_shape``, padded bottom/right."""
+    (H, W), ws = _hw(args, kwargs), attn.window_size
+    slot.key_map = Windows((H, W), ws, 0,
+                           ((ws - H % ws) % ws, (ws - W % ws) % ws))
+
+
+def fixed_key_map(slot, key_map, module, args, output):
+    """A key map fixed when the backbone was built (TinyViT's windows over
+    its one resolution, LeViT's subsampling :class:`PooledQueries`, class
+    attention's ``QuerySubset``), recorded when ``module`` runs."""
+    slot.key_map = key_map
 
 
 def spatial_reduction(slot, arg, sra, args, kwargs, output):
@@ -193,36 +255,10 @@ def fold_decomposed_rel_pos(msa, q, k, q_hw, k_hw):
         return torch.cat([q * msa.scale, *rel], -1), k, 1.0
 
 
-def le_heads(slot, arg, module, args, output):
-    """LeViT's attention (``Attention``, ``AttentionSubsample``; TinyViT's
-    ``LeAttention``): q and k as views of a projection's output (``qkv``,
-    ``kv`` or ``q``: its heads' ``parts`` of widths ``key_dim`` for q and k,
-    ``d`` for v), at its ``scale``, and with the query the attention biases
-    the forward adds (gathered from the table in training, its ``ab`` in
-    eval)."""
-    attn, parts = arg
-    B, N = output.shape[:2]
-    widths = dict(q=attn.key_dim, k=attn.key_dim, v=attn.d)
-    for part, t in zip(parts, output.detach().view(
-            B, N, attn.num_heads, -1).split([widths[p] for p in parts], 3)):
-        if part != 'v':
-            setattr(slot, part, t.transpose(1, 2))
-    if 'q' in parts:
-        slot.scale = attn.scale
-        slot.bias = (attn.attention_biases.detach()[
-            :, attn.attention_bias_idxs] if attn.training else attn.ab)
-
-
-def query_map(slot, key_map, module, args):
-    """A key map the description fixed when it was built (LeViT's
-    subsampling :class:`PooledQueries`, class attention's
-    ``QuerySubset``)."""
-    slot.key_map = key_map
-
-
 #: kind: (function, hook, the slot part it records)
 TAPS = {
     'qkv': (qkv_output, 'forward', 'attention'),
+    'qkv_scaled': (qkv_scaled_output, 'forward', 'attention'),
     'q_norm': (q_norm_output, 'forward', 'attention'),
     'k_norm': (k_norm_output, 'forward', 'attention'),
     'softmax': (softmax_output, 'forward', 'attention'),
@@ -234,9 +270,12 @@ TAPS = {
     'step': (token_step, 'pre_kw', 'step'),
     'branch': (residual_branch, 'pre_kw', 'step'),
     'branch_keep': (branch_keep, 'forward', None),
+    'q_linear': (q_linear, 'forward', 'attention'),
+    'kv_linear': (kv_linear, 'forward', 'attention'),
+    'split_qkv_bias': (split_qkv_bias, 'forward', 'attention'),
+    'local_windows': (local_windows, 'forward_kw', 'key_map'),
+    'fixed_key_map': (fixed_key_map, 'forward', 'key_map'),
     'pooling': (mvit_pooling, 'forward_kw', 'key_map'),
-    'le_heads': (le_heads, 'forward', 'attention'),
-    'queries': (query_map, 'pre', 'key_map'),
 }
 
 

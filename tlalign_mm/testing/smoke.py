@@ -30,8 +30,12 @@ log, then one ``smoke: ok`` line. What it changes, and nothing else:
   ``param_scheduler``) is the config's, checked by
   :func:`tlalign_mm.engine.schedules.check_schedule`; the logger logs every
   iteration; no checkpoint is written (``default_hooks.checkpoint``);
-* weights: ``load_from`` and ``Pretrained`` ``init_cfg`` checkpoints are
-  dropped, so the model starts from its own initialisation;
+* weights: a ``Pretrained`` ``init_cfg`` whose file exists (or
+  ``--checkpoint FILE``, for every ``Pretrained`` ``init_cfg``, else as
+  ``load_from``) is kept and loads as training would, strictly, into the
+  small model (a ViT's position embedding resized by its own load hook);
+  one whose file does not exist is dropped, so the model starts from its
+  own initialisation; ``load_from`` likewise;
 * detection: at most 16 proposals, 16 sampled RoIs and 16 detections
   per image (2000 / 512 / 100 in the Cascade configs), which bounds the
   RoI heads' cost, and no score threshold (an untrained model's scores
@@ -55,6 +59,7 @@ from torch.utils.data import Sampler
 
 from tlalign_mm.apis import test as test_api
 from tlalign_mm.apis import train as train_api
+from tlalign_mm.apis.cli import ConfigError
 from tlalign_mm.checkpoint import install
 from tlalign_mm.datasets import check_config_datasets, synthetic
 from tlalign_mm.datasets.imagenet_robustness import (
@@ -212,31 +217,58 @@ def _pipeline(loader) -> list:
     return _innermost(loader.dataset).get('pipeline', []) if loader else []
 
 
-def _drop_checkpoints(obj, path: str, changes: List[str]) -> None:
-    """Remove ``Pretrained`` init_cfgs and ``pretrained`` paths."""
+def _pretrained(obj, path: str, changes: List[str],
+                checkpoint: Optional[str] = None) -> int:
+    """``Pretrained`` init_cfgs (and ``pretrained`` paths) of ``obj``:
+    ``checkpoint`` instead of their file where given; kept where the file
+    exists, else removed. Returns how many there were."""
+    found = 0
     if isinstance(obj, list):
         for i, item in enumerate(obj):
-            _drop_checkpoints(item, f'{path}[{i}]', changes)
-        return
+            found += _pretrained(item, f'{path}[{i}]', changes, checkpoint)
+        return found
     if not isinstance(obj, dict):
-        return
+        return found
     for key in list(obj):
         value = obj[key]
         inits = value if isinstance(value, list) else [value]
-        if key == 'init_cfg' and any(
-                isinstance(i, dict) and i.get('type') == 'Pretrained'
-                for i in inits):
-            kept = [i for i in inits if not (isinstance(i, dict) and i.get(
-                'type') == 'Pretrained')]
-            names = [i['checkpoint'] for i in inits if i not in kept]
-            obj[key] = kept or None
-            changes.append(f'{path}.init_cfg: Pretrained {names[0]!r} -> '
-                           'dropped (its own initialisation)')
+        pretrained = [i for i in inits if isinstance(i, dict) and i.get(
+            'type') == 'Pretrained']
+        if key == 'init_cfg' and pretrained:
+            found += len(pretrained)
+            for init in pretrained:
+                if checkpoint is not None:
+                    changes.append(f'{path}.init_cfg: Pretrained '
+                                   f'{init.get("checkpoint")!r} -> '
+                                   f'{checkpoint!r} (--checkpoint), loaded '
+                                   'as training would')
+                    init['checkpoint'] = checkpoint
+                elif _exists(init.get('checkpoint')):
+                    changes.append(f'{path}.init_cfg: Pretrained '
+                                   f'{init["checkpoint"]!r} kept (the file '
+                                   'exists): loaded as training would')
+            kept = [i for i in inits if i not in pretrained or
+                    _exists(i.get('checkpoint'))]
+            for init in pretrained:
+                if init not in kept:
+                    changes.append(
+                        f'{path}.init_cfg: Pretrained '
+                        f'{init.get("checkpoint")!r} -> dropped (no such '
+                        'file; its own initialisation)')
+            obj[key] = (kept if isinstance(value, list) else kept[0]) \
+                if kept else None
         elif key == 'pretrained' and isinstance(value, str):
-            obj[key] = None
-            changes.append(f'{path}.pretrained: {value!r} -> None')
+            if not _exists(value):
+                obj[key] = None
+                changes.append(f'{path}.pretrained: {value!r} -> None (no '
+                               'such file)')
         else:
-            _drop_checkpoints(value, f'{path}.{key}', changes)
+            found += _pretrained(value, f'{path}.{key}', changes, checkpoint)
+    return found
+
+
+def _exists(path) -> bool:
+    return isinstance(path, str) and ('://' in path or osp.isfile(path))
 
 
 def _count_images(root: str) -> int:
@@ -245,10 +277,11 @@ def _count_images(root: str) -> int:
 
 
 def shrink(cfg: Config, data_dir: str, size: Optional[int] = None,
-           test: bool = False) -> List[str]:
+           test: bool = False, checkpoint: Optional[str] = None
+           ) -> List[str]:
     """Make ``cfg`` a smoke run in place (see the module docstring), with
-    its tiny datasets under ``data_dir``. Returns the changes, one line
-    each."""
+    its tiny datasets under ``data_dir`` and ``checkpoint`` (if given) as
+    its pretrained weights. Returns the changes, one line each."""
     changes = []
     scope = cfg.get('default_scope', 'mmpretrain')
     native, target = native_size(cfg), size or SIZE.get(scope, 32)
@@ -321,10 +354,18 @@ def shrink(cfg: Config, data_dir: str, size: Optional[int] = None,
                        f'val_interval {loop.get("val_interval", 1)} -> '
                        f'{interval} (the schedule is the config\'s)')
         loop.update(val_begin=1, val_interval=interval)
-    if cfg.get('load_from'):
-        changes.append(f'load_from: {cfg.load_from!r} -> None')
+    if not _pretrained(cfg.model, 'model', changes, checkpoint) and \
+            checkpoint is not None:
+        changes.append(f'load_from: {cfg.get("load_from")!r} -> '
+                       f'{checkpoint!r} (--checkpoint), loaded strictly')
+        cfg.load_from = checkpoint
+    elif cfg.get('load_from') and not _exists(cfg.load_from):
+        changes.append(f'load_from: {cfg.load_from!r} -> None (no such '
+                       'file)')
         cfg.load_from = None
-    _drop_checkpoints(cfg.model, 'model', changes)
+    elif cfg.get('load_from'):
+        changes.append(f'load_from: {cfg.load_from!r} kept (the file '
+                       'exists): loaded strictly')
     hooks = cfg.get('default_hooks') or {}
     if hooks.get('checkpoint') is not None:
         hooks.checkpoint = None
@@ -383,26 +424,40 @@ def _fewer_rois(model: dict) -> List[str]:
 
 
 def smoke(config: str, argv: Sequence[str] = (), size: Optional[int] = None,
-          work_dir: Optional[str] = None) -> Dict:
+          work_dir: Optional[str] = None, checkpoint: Optional[str] = None
+          ) -> Dict:
     """Run the smoke test of ``config`` in this process; ``argv``: more
-    ``tools/train.py`` options. Returns ``changes``, ``steps`` (train, val
-    and test steps run), ``losses``, ``metrics`` and the ``work_dir``."""
+    ``tools/train.py`` options; ``checkpoint``: the pretrained weights to
+    load (default: the config's own, where they exist). The config is
+    checked before anything is written (the user's schedule, what the model
+    refuses to build). Returns ``changes``, ``steps`` (train, val and test
+    steps run), ``losses``, ``metrics`` and the ``work_dir``."""
+    if checkpoint is not None and not _exists(checkpoint):
+        raise FileNotFoundError(f'--checkpoint {checkpoint}: no such file')
     install()
-    work_dir = work_dir or tempfile.mkdtemp(prefix='smoke_')
-    cfg = Config.fromfile(config)
+    cfg = train_api.load_config(config)
     test = is_test_config(cfg)
+    # the work dir is made once the config has passed its checks
+    pending = work_dir or osp.join(tempfile.gettempdir(), 'smoke_')
     if test:  # tools/test.py's options; no checkpoint
         args = test_api.parse_test_args([config, 'none', '--work-dir',
-                                         work_dir, '--no-pin-memory', *argv])
+                                         pending, '--no-pin-memory', *argv])
         cfg = test_api.merge_test_args(cfg, args)
         cfg.load_from = None
     else:
         args = train_api.parse_train_args([
-            config, '--work-dir', work_dir, '--no-pin-memory',
+            config, '--work-dir', pending, '--no-pin-memory',
             '--no-persistent-workers', *argv])
         cfg = train_api.merge_train_args(cfg, args)
-        check_schedule(cfg)  # the user's schedule: smoke leaves it as it is
-    changes = shrink(cfg, osp.join(work_dir, 'data'), size, test)
+        try:  # the user's schedule: smoke leaves it as it is
+            check_schedule(cfg)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+        train_api.check_hooks(cfg)
+    train_api.check_model(cfg)
+    work_dir = work_dir or tempfile.mkdtemp(prefix='smoke_')
+    cfg.work_dir = work_dir
+    changes = shrink(cfg, osp.join(work_dir, 'data'), size, test, checkpoint)
     print('\n'.join(['smoke: changed to make the run small:'] +
                     [f'  {c}' for c in changes]), flush=True)
     check_config_datasets(cfg, ['test_dataloader'] if test else

@@ -34,12 +34,12 @@ def describe_levit(backbone: nn.Module) -> Description:
             attn, i = getattr(module, 'block', module), len(blocks)
             if is_a(module, _LEVIT + 'AttentionSubsample'):
                 res, s = module.resolution, module.stride
-                taps += [Tap(i, module.kv, 'le_heads', (module, 'kv')),
-                         Tap(i, module.q, 'le_heads', (module, 'q')),
-                         Tap(i, module, 'queries', PooledQueries(
+                taps += [Tap(i, module.kv, 'split_qkv_bias', (module, 'kv')),
+                         Tap(i, module.q, 'split_qkv_bias', (module, 'q')),
+                         Tap(i, module, 'fixed_key_map', PooledQueries(
                              (res, res), Pool((1, 1), (s, s)), False))]
             elif is_a(attn, _LEVIT + 'Attention'):
-                taps += [Tap(i, attn.qkv, 'le_heads', (attn, 'qkv')),
+                taps += [Tap(i, attn.qkv, 'split_qkv_bias', (attn, 'qkv')),
                          Tap(i, module.drop_path, 'keep')]
             elif not is_a(attn, _LEVIT + 'MLP'):
                 raise not_described(backbone, 'LeViT', 'a stage holds a '

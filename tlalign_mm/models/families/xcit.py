@@ -43,7 +43,7 @@ def describe_xcit(backbone: nn.Module) -> Description:
                  Tap(i, layer.drop_path, 'branch_keep')]
     for i, layer in enumerate(ca, len(xca)):
         taps += [Tap(i, layer.attn.attn_drop, 'attn_drop_input'),
-                 Tap(i, layer.attn, 'queries', QuerySubset(1)),
+                 Tap(i, layer.attn, 'fixed_key_map', QuerySubset(1)),
                  Tap(i, layer.drop_path, 'keep')]
     embed = part(backbone, 'patch_embed', 'XCiT')
     readout = (0, 1) if backbone.out_type == 'cls_token' else (1, None)
