@@ -1,5 +1,7 @@
 """tlalign_mm.analysis.label_maps: the initial map is each patch's pixel
 share, the aligned map the model's own aligned patch labels."""
+import copy
+
 import pytest
 import torch
 
@@ -35,7 +37,7 @@ def test_maps_are_patch_means_and_aligned_labels(setups, arch, grid):
 def test_maps_follow_the_models_align_cfg(setups):
     """A ``-nonorm`` model (``residual_norm=False``) is mapped with its own
     rule, ``Y <- ĀY``, not the default ``(Y + ĀY) / 2``."""
-    cfg = setups['vit'].cfg.copy()
+    cfg = copy.deepcopy(setups['vit'].cfg)  # (the session's, unchanged)
     cfg.model.align_cfg = dict(residual_norm=False)
     model = sharpen(build_model(cfg, None, seed=0))
     batch = next(mixed_batches(model, setups['vit'].loader, num_images=4))
@@ -47,6 +49,30 @@ def test_maps_follow_the_models_align_cfg(setups):
             keep_history=True).history[-1]
         gap = (maps.aligned - label_map_of(last[:, 1:], (4, 4))).abs().max()
         assert gap > 1e-3 if residual_norm else gap == 0  # its own rule
+
+
+def test_a_class_token_that_joins_late_is_no_patch_of_the_initial_map(
+        setups):
+    """XCiT's class token joins before its class attention: the initial map
+    is every patch's label (none dropped as if it were the class token),
+    the aligned one the patches' after the class token joined."""
+    cfg = copy.deepcopy(setups['vit'].cfg)  # (the session's, unchanged)
+    cfg.model.backbone = dict(type='XCiT', img_size=16, patch_size=8,
+                              embed_dims=16, depth=1, cls_attn_layers=1,
+                              num_heads=2)
+    cfg.model.head = dict(type='LinearClsHead', num_classes=10,
+                          in_channels=16)
+    model = build_model(cfg, None, seed=0)
+    batch = next(mixed_batches(model, setups['vit'].loader, num_images=4))
+    maps, record = label_maps(model, batch), batch.record
+    history = aligned_forward(model.backbone, batch.mixed,
+                              record.pixel_weights, record.area_share,
+                              model.align_cfg, keep_history=True).history
+    assert [h.shape[1] for h in history] == [4, 4, 5]
+    torch.testing.assert_close(maps.initial, label_map_of(history[0],
+                                                          (2, 2)))
+    torch.testing.assert_close(maps.aligned, label_map_of(history[-1][:, 1:],
+                                                          (2, 2)))
 
 
 def test_maps_of_a_class_token_that_joins_later():

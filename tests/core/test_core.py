@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from tlalign_mm.core import (
+    AlignOptions,
     Recorded,
     Slot,
     TokenStep,
@@ -168,6 +169,93 @@ def test_align_on_hand_built_records_equals_the_hand_computation():
     slots[1].expects = ('attention', 'key_map')
     with pytest.raises(RuntimeError, match='Block 1 recorded no key_map'):
         align(records, pw)
+
+
+def window_matrix(hw, kernel, stride, padding):
+    """``(h*w, H*W)``: row ``o`` the mean over the real positions of output
+    ``o``'s window, by a loop (a 1x1 window of stride ``s``: a selection)."""
+    (H, W), k, s, p = hw, kernel, stride, padding
+    h, w = (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1
+    P = torch.zeros(h * w, H * W, dtype=torch.double)
+    for i, j, a, b in product(range(h), range(w), range(k), range(k)):
+        r, c = i * s - p + a, j * s - p + b
+        if 0 <= r < H and 0 <= c < W:
+            P[i * w + j, r * W + c] = 1
+    return P / P.sum(1, keepdim=True)
+
+
+def test_pooled_and_subset_queries_equal_the_hand_computation():
+    """Four blocks of docs/design.md's "Pooled and subset queries" on a 4x4
+    map, against the rule written out with explicit window matrices in
+    float64: MViTv2's downscaling block (max-pool skip, keys pooled by 2,
+    residual pooling; sample 1 dropped), its block that keeps the map (3x3
+    pooled queries added to the attention's output), LeViT's subsampling
+    attention (no residual: ``Ā Y``), and class attention, the class token
+    joining before it at the area share (only it moves)."""
+    from tlalign_mm.core import Pool, PooledQueries, QuerySubset
+    torch.manual_seed(0)
+    B, H, d, S = 2, 2, 4, 3
+    Y = torch.rand(B, 16, S).pow(3)
+    Y = Y / Y.sum(-1, keepdim=True)
+    area = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    q0, k0 = torch.randn(B, H, 4, d) * 2, torch.randn(B, H, 4, d) * 2
+    q1, k1 = torch.randn(B, H, 4, d) * 2, torch.randn(B, H, 4, d) * 2
+    q2, k2 = torch.randn(B, H, 1, d) * 2, torch.randn(B, H, 4, d) * 2
+    probs = torch.softmax(torch.randn(B, H, 1, 2) * 3, -1)
+    keep = torch.tensor([True, False]).view(B, 1, 1)
+    down = Pool((3, 3), (2, 2), (1, 1))
+    slots = [
+        Slot(q=q0, k=k0, keep=keep, attention_at=0, key_map=PooledQueries(
+            (4, 4), down, True, keys=down, query=down)),
+        Slot(q=q1, k=k1, attention_at=0, key_map=PooledQueries(
+            (2, 2), None, True, query=Pool((3, 3), (1, 1), (1, 1)))),
+        Slot(q=q2, k=k2, attention_at=0, key_map=PooledQueries(
+            (2, 2), Pool((1, 1), (2, 2)), False)),
+        Slot(probs=probs, attention_at=0, key_map=QuerySubset(1)),
+        Slot()]
+    records = Recorded(slots, embed=lambda pixel_weights: Y, extra_tokens=1,
+                       readout=(0, 1), extra_from=3)
+    pw = torch.ones(B, S, 1, 1) / S
+
+    P4, P2 = window_matrix((4, 4), 3, 2, 1), window_matrix((2, 2), 3, 1, 1)
+    y = Y.double()
+    expected = [y]
+    own = P4 @ y  # block 0: the skip's windows; keys and queries alike
+    moved = (own + (P4 @ y + head_mean(q0, k0) @ (P4 @ y)) / 2) / 2
+    y = torch.stack([moved[0], own[1]])  # sample 1 dropped: the skip's
+    expected.append(y)
+    y = (y + (P2 @ y + head_mean(q1, k1) @ y) / 2) / 2  # block 1
+    expected.append(y)
+    y = head_mean(q2, k2) @ y  # block 2: no residual
+    expected.append(y)
+    y = torch.cat([area[:, None].double(), y], 1)  # the class token joins
+    c = (y[:, :1] + probs.double().mean(1) @ y) / 2  # block 3: it moves
+    expected.append(torch.cat([c, y[:, 1:]], 1))
+
+    labels, history = align(records, pw, area, keep_history=True)
+    assert [h.shape[1] for h in history] == [16, 4, 4, 1, 2]
+    for ours, theirs in zip(history, expected):
+        assert (ours.double() - theirs).abs().max() < 1e-6
+    assert (labels.double() - c[:, 0]).abs().max() < 1e-6
+    # every block moved the labels of the tokens it made, far beyond 1e-6
+    assert (expected[1] - P4 @ Y.double()).abs().max() > 1e-2
+    assert (expected[2] - expected[1]).abs().max() > 1e-2
+    assert (expected[3] - P2[:1] @ expected[2]).abs().max() > 1e-2
+
+    # A block that does not align makes its tokens' own labels (the skip's
+    # windows, the selection); without the residual average, M Y.
+    first, history = align(records, pw, area, AlignOptions(
+        align_layers=[1, 2, 3]), keep_history=True)
+    assert (history[1].double() - P4 @ Y.double()).abs().max() < 1e-6
+    _, history = align(records, pw, area, AlignOptions(
+        align_layers=[0, 1], residual_norm=False), keep_history=True)
+    y = Y.double()
+    M = (P4 @ y + head_mean(q0, k0) @ (P4 @ y)) / 2
+    y = torch.stack([M[0], (P4 @ y)[1]])
+    assert (history[1].double() - y).abs().max() < 1e-6
+    y = (P2 @ y + head_mean(q1, k1) @ y) / 2
+    assert (history[2].double() - y).abs().max() < 1e-6
+    assert (history[3].double() - y[:, :1]).abs().max() < 1e-6  # selected
 
 
 def test_extra_tokens_that_join_later_start_at_the_area_share():

@@ -392,7 +392,7 @@ def dense_labels(model, calls, pixel_weights, targets, facts: Facts = Facts(),
         align_layers == 'last' else align_layers
 
     def step(Y, AY=None, renormalise=False, branches=(), before=(),
-             attention_keep=(0, )):
+             attention_keep=(0, ), residual=True):
         """Block ``len(history) - 1``'s update of ``Y``, recorded; without
         ``AY``, the initial labels. ``AY``: ``Ā Y``, or a function of the
         labels after ``before``. ``branches`` (after the attention) and
@@ -401,7 +401,9 @@ def dense_labels(model, calls, pixel_weights, targets, facts: Facts = Facts(),
         in the block (``None``: it has none), or a function ``Y -> Y'``, a
         token step (a merge, a conv on the trunk), which applies in a block
         that does not align too. ``attention_keep``: the indices of the
-        drop-path calls on the attention branch (all must keep it)."""
+        drop-path calls on the attention branch (all must keep it).
+        ``residual``: ``False`` for a block that does not add ``Y`` (``Y <-
+        Ā Y``, no drop-path on it)."""
         i = len(history) - 1
         kept = keeps[i] if keeps is not None and i >= 0 else []
         aligns = AY is not None and (layers is None or i in layers
@@ -424,8 +426,8 @@ def dense_labels(model, calls, pixel_weights, targets, facts: Facts = Facts(),
         new = run(Y, before)
         if aligns:
             moved = _update(new, AY(new) if callable(AY) else AY,
-                            residual_norm, renormalise)
-            new = keep(moved, new, attention_keep)
+                            residual_norm and residual, renormalise)
+            new = keep(moved, new, attention_keep) if residual else moved
         new = run(new, branches)
         history.append(new)
         return new

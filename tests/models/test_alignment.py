@@ -19,7 +19,7 @@ from mmpretrain.models.utils import LeAttention
 from tlalign_mm import align_labels
 from tlalign_mm.models import aligned_forward
 
-from . import dense, zoo
+from . import dense, dense_queries, zoo
 from .dense import Facts, dense_reference, patch_means, window_means
 from .zoo import build, in_classes, random_mix
 
@@ -195,6 +195,34 @@ CASES = {
     'timm ResPostBlock, explicit': case(dict(zoo.TIMM,
         block_fn=timm.models.vision_transformer.ResPostBlock, fused=False),
         S=3),
+    # Queries that are not the tokens (dense_queries.py): pooled queries,
+    # max-pool skips, residual pooling, relative positions folded into q, k
+    'MViTv2 box': case(zoo.MVIT, size=(64, 64), box=(5, 37, 11, 50),
+                       facts=dense_queries.MVIT),
+    # 20x16 tokens: the relative position tables resized; a stage-1 readout
+    'MViTv2 other size, no residual pooling, dims in MLPs': case(dict(
+        zoo.MVIT, residual_pooling=False, dim_mul_in_attention=False,
+        out_scales=[1]), S=3, size=(80, 64), facts=dense_queries.MVIT),
+    'MViTv2 blocks 1 and 2 (pooled by those that do not align)': case(
+        zoo.MVIT, size=(64, 64), box=(5, 37, 11, 50),
+        facts=dense_queries.MVIT, align_layers=[1, 2]),
+    'LeViT subsampling, box': case(zoo.LEVIT, size=(128, 128),
+                                   box=(9, 70, 30, 111),
+                                   facts=dense_queries.LEVIT),
+    'LeViT stage 0 out, other box': case(dict(zoo.LEVIT, out_indices=(0, )),
+                                         size=(128, 128), box=(10, 70, 20,
+                                                               100),
+                                         facts=dense_queries.LEVIT),
+    'LeViT no residual average': case(zoo.LEVIT, size=(128, 128), box=(
+        10, 70, 20, 100), facts=dense_queries.LEVIT, residual_norm=False),
+    'XCiT class attention, box': case(zoo.XCIT, box=(5, 37, 11, 50),
+                                      size=(64, 64), facts=dense_queries.XCIT),
+    'XCiT patch 8, patch mean': case(dict(
+        zoo.XCIT, patch_size=8, img_size=48, out_type='avg_featmap'), S=3,
+        size=(48, 48), facts=dense_queries.XCIT),
+    'XCiT blocks 0 and 3': case(zoo.XCIT, box=(5, 37, 11, 50),
+                                size=(64, 64), facts=dense_queries.XCIT,
+                                align_layers=[0, 3]),
 }
 
 
@@ -352,6 +380,14 @@ BAD = {  # name: (backbone, call's changes, error, match)
         'timm refused'),
     'timm distilled training': (distilled_training, {}, NotImplementedError,
                                 'distilled_training'),
+    'XCiT out_indices before its last layer': (dict(zoo.XCIT, out_indices=(
+        2, )), {}, NotImplementedError, r'out_indices=\(-1, \)'),
+    'XCiT featmap readout': (dict(zoo.XCIT, out_type='featmap'), {},
+                             NotImplementedError, "out_type='cls_token' or"),
+    'XCiT without class attention': (dict(zoo.XCIT, cls_attn_layers=0,
+                                          out_indices=(1, )), {},
+                                     NotImplementedError,
+                                     'cls_attn_layers > 0'),
 }
 
 

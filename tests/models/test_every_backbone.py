@@ -58,7 +58,8 @@ NAMES = ['ViT cls, box', 'ViT pooled, no cls, not a multiple of the patch',
          'timm distilled DeiT, explicit', 'BEiT relative bias, pooled',
          'BEiT shared bias, cls, final norm', 'EVA-02 RoPE, pooled',
          'HiViT relative bias', 'T2T-ViT cls', 'Twins PCPVT', 'Twins SVT',
-         'DaViT', 'TinyViT']
+         'DaViT', 'TinyViT', 'MViTv2 box',
+         'LeViT subsampling, box', 'XCiT class attention, box']
 
 
 def build(name, seed=0):
@@ -235,7 +236,7 @@ def test_a_plain_checkpoint_loads_both_ways(recorded):
     fresh, _ = build(recorded.name, seed=1)
     assert load_strictly(fresh, built.state_dict(), 'built') == ([], [], [])
     assert load_strictly(built, plain.state_dict(), 'plain') == ([], [], [])
-    fresh.eval()  # (TinyViT's LeAttention caches its bias when set to eval)
+    fresh.eval()  # (LeViT's, TinyViT's attention caches its bias in eval)
     for ours, theirs in zip(leaves(fresh(recorded.images)),
                             leaves(plain(recorded.images))):
         assert torch.equal(ours, theirs)

@@ -374,20 +374,59 @@ def test_the_one_line_on_a_mixup_and_cutmix_recipe_builds(tmp_path):
             .batch_augments.augments] == ['TLMixup', 'TLCutMix']
 
 
-# recipe: (the one line's backbone and head overrides that make it tiny,
-# the input side). By hand at the recipes' own sizes (batch 2, one CutMix
-# step): docs/design.md's table of mmpretrain's backbones.
+def one_line(backbone=None, head=None, **more):
+    """The one line, ``model = dict(type='TLAlignClassifier')``, with
+    overrides of the recipe's backbone and head (a tiny arch)."""
+    return repr(dict(type='TLAlignClassifier', **{k: v for k, v in dict(
+        backbone=backbone, head=head).items() if v is not None}, **more))
+
+
+def tiny_arch(arch, width, **backbone):
+    """The one line with a tiny arch of the recipe's backbone, for 64 px
+    inputs, the head's width to match."""
+    return one_line(dict(arch=dict(_delete_=True, **arch), **backbone),
+                    dict(in_channels=width))
+
+
+TWINS_TINY = dict(embed_dims=[8, 8, 16, 16], depths=[1, 1, 1, 1],
+                  num_heads=[1, 1, 2, 2], patch_sizes=[4, 2, 2, 2],
+                  strides=[4, 2, 2, 2], mlp_ratios=[2, 2, 2, 2],
+                  sr_ratios=[8, 4, 2, 1])
+# Issue 43's "Done when", one row per new family. recipe: (the one line,
+# made tiny by its overrides, the input side). By hand at the recipes' own
+# sizes: docs/design.md's table of mmpretrain's backbones.
 OWN_CONFIGS = {
-    'eva02/eva02-tiny-p14_in1k.py': (dict(img_size=56, arch=dict(
-        _delete_=True, embed_dims=32, num_layers=2, num_heads=2,
-        feedforward_channels=64)), 32, 56),
-    'hivit/hivit-tiny-p16_16xb64_in1k.py': (dict(
-        img_size=64, out_indices=[6], arch=dict(
-            _delete_=True, embed_dims=64, depths=[1, 1, 7], num_heads=2)),
-        64, 64),
-    't2t_vit/t2t-vit-t-14_8xb64_in1k.py': (dict(
+    'eva02/eva02-tiny-p14_in1k.py': (tiny_arch(dict(
+        embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64),
+        32, img_size=56), 56),
+    'hivit/hivit-tiny-p16_16xb64_in1k.py': (tiny_arch(dict(
+        embed_dims=64, depths=[1, 1, 7], num_heads=2), 64, img_size=64,
+        out_indices=[6]), 64),
+    't2t_vit/t2t-vit-t-14_8xb64_in1k.py': (one_line(dict(
         img_size=64, embed_dims=32, num_layers=2, t2t_cfg=dict(token_dims=16),
-        layer_cfgs=dict(num_heads=2, feedforward_channels=64)), 32, 64),
+        layer_cfgs=dict(num_heads=2, feedforward_channels=64)),
+        dict(in_channels=32)), 64),
+    'twins/twins-pcpvt-small_8xb128_in1k.py': (tiny_arch(TWINS_TINY, 16),
+                                               64),
+    'twins/twins-svt-small_8xb128_in1k.py': (tiny_arch(dict(
+        TWINS_TINY, window_sizes=[4, 4, 4, 4]), 16), 64),
+    'davit/davit-tiny_4xb256_in1k.py': (tiny_arch(dict(
+        embed_dims=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2]), 64,
+        window_size=2), 64),
+    # (its recipe has no batch augment: refused without one, below)
+    'tinyvit/tinyvit-5m_8xb256_in1k.py': (one_line(
+        dict(arch=dict(_delete_=True, channels=[8, 8, 16, 16],
+                       num_heads=[1, 1, 2, 2], depths=[1, 1, 1, 1]),
+             img_size=(64, 64), window_size=[2, 2, 2, 2]),
+        dict(in_channels=16),
+        train_cfg=dict(augments=[dict(type='CutMix', alpha=1.0)])), 64),
+    # the recipes' own archs at 64 px
+    'mvit/mvitv2-tiny_8xb256_in1k.py': (one_line(dict(img_size=64)), 64),
+    # (mmpretrain's LeViTClsHead raises in training with distillation=True,
+    # its default in this config, with ImageClassifier too)
+    'levit/levit-128s_8xb256_in1k.py': (one_line(
+        dict(img_size=64), dict(distillation=False)), 64),
+    'xcit/xcit-nano-12-p16_8xb128_in1k.py': (one_line(), 64),
 }
 
 
@@ -397,76 +436,36 @@ def test_the_one_line_on_a_new_familys_own_config_trains(recipe, tmp_path):
     Runner builds it, trains one CutMix step of its own batch augments; on
     structured weights (attention far from uniform) the TL-Align target
     differs from the area target."""
-    backbone, width, side = OWN_CONFIGS[recipe]
-    model = build_as_runner(tmp_path, recipe, repr(dict(
-        type='TLAlignClassifier', backbone=backbone,
-        head=dict(in_channels=width))))
-    assert [type(a).__name__ for a in model.data_preprocessor
-            .batch_augments.augments] == ['TLMixup', 'TLCutMix']
+    line, side = OWN_CONFIGS[recipe]
+    torch.manual_seed(0)  # (mmpretrain's initialisation draws)
+    model = build_as_runner(tmp_path, recipe, line)
+    assert 'TLCutMix' in [type(a).__name__ for a in model.data_preprocessor
+                          .batch_augments.augments]
     model.init_weights()
     zoo.randomise(model.backbone)
     model.train()
-    for seed in range(20):  # the recipe's CutMix, a box of 20-80 %
-        np.random.seed(seed)
+    for seed in range(20):  # the recipe's CutMix, a box of 20-80 %,
+        np.random.seed(seed)  # each image mixed with the other one
         torch.manual_seed(seed)
         batch = model.data_preprocessor(fake_batch(2, 1000, seed, side),
                                         training=True)
-        if batch['mix'].mode == 'cutmix' and \
-                0.2 < batch['mix'].area_share[0, 0] < 0.8:
+        area = torch.stack([s.gt_score for s in batch['data_samples']])
+        if batch['mix'].mode == 'cutmix' and (area.amax(-1) < 1).all() \
+                and 0.2 < batch['mix'].area_share[0, 0] < 0.8:
             break
-    area = torch.stack([s.gt_score for s in batch['data_samples']]).clone()
+    assert batch['mix'].mode == 'cutmix' and (area.amax(-1) < 1).all()
+    area = area.clone()
     before = [p.detach().clone() for p in model.parameters()]
     optim = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.1))
     given = head_samples(model)
-    optim.update_params(model.parse_losses(model(**batch, mode='loss'))[0])
+    loss = model.parse_losses(model(**batch, mode='loss'))[0]
+    assert torch.isfinite(loss)
+    optim.update_params(loss)
     aligned = torch.stack([s.gt_score for s in given])
     assert (aligned - area).abs().max() > 1e-3
+    torch.testing.assert_close(aligned.sum(-1), torch.ones(len(aligned)))
     assert any(not torch.equal(p, q) for p, q in zip(model.parameters(),
                                                       before))
-# recipe: the one line, with a tiny arch of the recipe's backbone (4 stages,
-# as the recipe's per-stage settings have), for 64 px inputs. By hand, at
-# the recipes' own arch and 224 px: docs/design.md's table of backbones.
-TINY = "dict(type='TLAlignClassifier', backbone=dict(arch=dict(" \
-    '_delete_=True, {}){}), head=dict(in_channels={}){})'
-TWINS_TINY = ("embed_dims=[8, 8, 16, 16], depths=[1, 1, 1, 1], num_heads=[1, "
-              "1, 2, 2], patch_sizes=[4, 2, 2, 2], strides=[4, 2, 2, 2], "
-              "mlp_ratios=[2, 2, 2, 2], sr_ratios=[8, 4, 2, 1]")
-FAMILY_RECIPES = {
-    'twins/twins-pcpvt-small_8xb128_in1k.py': TINY.format(TWINS_TINY, '',
-                                                          16, ''),
-    'twins/twins-svt-small_8xb128_in1k.py': TINY.format(
-        TWINS_TINY + ', window_sizes=[4, 4, 4, 4]', '', 16, ''),
-    'davit/davit-tiny_4xb256_in1k.py': TINY.format(
-        'embed_dims=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2]',
-        ', window_size=2', 64, ''),
-    # (its recipe has no batch augment: refused without one, below)
-    'tinyvit/tinyvit-5m_8xb256_in1k.py': TINY.format(
-        "channels=[8, 8, 16, 16], num_heads=[1, 1, 2, 2], depths=[1, 1, 1, "
-        "1]", ', img_size=(64, 64), window_size=[2, 2, 2, 2]', 16,
-        ", train_cfg=dict(augments=[dict(type='CutMix', alpha=1.0)])"),
-}
-
-
-@pytest.mark.parametrize('recipe', list(FAMILY_RECIPES))
-def test_a_family_trains_one_step_on_mmpretrain_s_own_recipe(recipe,
-                                                            tmp_path):
-    """Built as the Runner builds it, one CutMix loss step: the loss's
-    target is TL-Align's, away from the area target, and the gradients
-    are finite."""
-    model = build_as_runner(tmp_path, recipe, FAMILY_RECIPES[recipe])
-    model.train()
-    for seed in range(10):  # (a recipe's Mixup or CutMix: CutMix's)
-        batch = mixed_batch(model, seed=seed, side=64)
-        if batch['mix'].mode == 'cutmix':
-            break
-    area = torch.stack([s.gt_score for s in batch['data_samples']])
-    given = head_samples(model)
-    losses = model(**batch, mode='loss')
-    losses['loss'].backward()
-    target = torch.stack([s.gt_score for s in given])
-    assert (target - area).abs().max() > 1e-3
-    assert all(p.grad.isfinite().all() for p in model.parameters()
-               if p.grad is not None)
 
 
 def test_tinyvit_s_recipe_has_no_batch_augment(tmp_path):

@@ -59,6 +59,15 @@ TINYVIT = dict(type='TinyViT', img_size=(64, 64), window_size=[0, 3, 4],
 TIMM = dict(type='PooledTIMMBackbone', model_name='deit_tiny_patch16_224',
             img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2,
             drop_path_rate=0.1)  # drop-path modules, not Identity
+# Queries that are not the tokens: 16x16 tokens pooled to 8x8 and 4x4
+# (keys by 4, 2, 1); LeViT's smallest arch (no custom arch in mmpretrain
+# 1.2.0) on 8x8 tokens, subsampled to 4x4 and 2x2; XCiT on 4x4 tokens.
+MVIT = dict(type='MViT', img_size=64, drop_path_rate=0.2, arch=dict(
+    embed_dims=16, num_layers=4, num_heads=2, downscale_indices=[1, 3]))
+LEVIT = dict(type='LeViT', arch='128s', img_size=128, drop_path_rate=0.1,
+             calibrate_bn=128)
+XCIT = dict(type='XCiT', img_size=64, embed_dims=32, depth=2,
+            cls_attn_layers=2, num_heads=2, drop_path_rate=0.1)
 
 
 @MODELS.register_module(force=True)
@@ -97,7 +106,7 @@ def randomise(model, seed=0, sharpen=4.0):
             leaf = name.rsplit('.', 1)[-1]
             if leaf in ('pos_embed', 'cls_token', 'dist_token', 'reg_token',
                         'relative_position_bias_table', 'q_bias', 'v_bias',
-                        'attention_biases'):
+                        'rel_pos_h', 'rel_pos_w', 'attention_biases'):
                 p.copy_(0.5 * torch.randn(p.shape, generator=g))
             elif leaf in ('gamma_1', 'gamma_2'):
                 p.copy_(0.2 + 0.8 * torch.rand(p.shape, generator=g))
@@ -114,7 +123,7 @@ def randomise(model, seed=0, sharpen=4.0):
             if isinstance(m, nn.MultiheadAttention):  # PVT
                 m.in_proj_weight[:2 * m.embed_dim] *= sharpen
             elif hasattr(m, 'attention_biases') and isinstance(
-                    m.qkv, nn.Linear):  # LeAttention: q, k, v per head
+                    getattr(m, 'qkv', None), nn.Linear):  # LeAttention
                 m.qkv.weight.view(m.num_heads, -1, m.qkv.in_features)[
                     :, :2 * m.key_dim] *= sharpen
             elif isinstance(getattr(m, 'kv', None), nn.Linear):  # Twins' GSA
@@ -128,17 +137,39 @@ def randomise(model, seed=0, sharpen=4.0):
 def build(cfg, seed=0):
     """A randomised backbone in eval mode (mmpretrain backbones'
     ``train()`` returns None: no chaining). ``cfg['fused']``, if given:
-    timm's attention path."""
+    timm's attention path; ``cfg['calibrate_bn']``: the side of the images
+    to calibrate BatchNorms on (:func:`calibrate_batch_norms`)."""
     cfg = dict(cfg)
     fused = cfg.pop('fused', None)
+    calibrate = cfg.pop('calibrate_bn', None)
     torch.manual_seed(seed)
     model = MODELS.build(cfg)
     randomise(model, seed)
+    if calibrate:
+        calibrate_batch_norms(model, calibrate, seed)
     if fused is not None:
         for block in model.timm_model.blocks:
             block.attn.fused_attn = fused
     model.eval()
     return model
+
+
+def calibrate_batch_norms(model, side, seed=0):
+    """Every BatchNorm's running statistics from one training-mode forward
+    of random ``side``-pixel images, as a trained model has them: at their
+    initial (0, 1) the activations of LeViT's default init shrink ~30x per
+    stage, and its attention is uniform."""
+    norms = [m for m in model.modules()
+             if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # the cumulative mean: this batch's
+    model.train()
+    with torch.no_grad():
+        model(torch.randn(8, 3, side, side, generator=torch.Generator(
+            ).manual_seed(seed)))
+    for m in norms:
+        m.momentum = 0.1
 
 
 def random_mix(B, S, H, W, seed=1, box=None):

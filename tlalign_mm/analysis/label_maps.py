@@ -52,7 +52,7 @@ def label_maps(model: nn.Module, batch) -> LabelMaps:
     hw = tuple(batch.mixed.shape[-2:])
     description = describe(model.backbone)
     extra = description.extra_tokens
-    # (T2T-ViT's class token joins after the first tokens)
+    # (T2T-ViT's and XCiT's class token join after the first tokens)
     initial, aligned = (label_map_of(y[:, e:], token_grid(
         y.shape[1] - e, hw)) for y, e in (
             (history[0], 0 if description.extra_from else extra),

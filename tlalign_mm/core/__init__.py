@@ -8,6 +8,7 @@ from .attention import head_mean_attention, mean_probs_attention
 from .key_maps import Reduction, Windows
 from .mix_record import MixRecord
 from .options import AlignOptions, align_options, resolve_align_layers
+from .queries import Pool, PooledQueries, QuerySubset
 from .records import Recorded, Slot, TokenStep
 from .token_labels import (
     flatten_label_map,
@@ -19,7 +20,8 @@ from .token_labels import (
 )
 
 __all__ = [
-    'AlignOptions', 'MixRecord', 'Recorded', 'Reduction', 'Slot',
+    'AlignOptions', 'MixRecord', 'Pool', 'PooledQueries', 'QuerySubset',
+    'Recorded', 'Reduction', 'Slot',
     'TokenStep', 'Windows', 'align', 'align_options', 'flatten_label_map',
     'head_mean_attention', 'label_map_of', 'label_math',
     'mean_probs_attention', 'readout', 'residual_align',

@@ -25,6 +25,13 @@ ours):
   labels by the same update with ``W``, the mean over each position's
   window, in place of ``Ā``; a token step (merging, a strided pool, an
   embedding) gives each new token its window's mean label.
+- **Ours: queries that are not the tokens** (:mod:`.queries`). Where a
+  block's output tokens are its pooled queries (MViTv2, LeViT's
+  subsampling), ``Y' = (P_s Y + M Y) / 2``: the residual's own tokens'
+  labels ``P_s Y`` (their windows' mean), ``M Y = Ā (P_k Y)`` (and, with
+  MViTv2's residual pooling, ``(P_q Y + Ā (P_k Y)) / 2``); ``Y' = M Y``
+  for a block with no residual. Where only some tokens query (class
+  attention), they move by the paper's rule and the others pass.
 """
 from contextlib import contextmanager
 from typing import List, Optional, Tuple
@@ -32,6 +39,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from .options import AlignOptions, resolve_align_layers
+from .queries import QUERY_MAPS
 from .records import Recorded
 from .token_labels import readout, with_extra_tokens
 
@@ -152,13 +160,14 @@ def align(recorded: Recorded,
             labels = _steps(before, labels, options, moves)
             if head_after == (i - 1, True):
                 head = labels
-            if join and i == join:  # (T2T-ViT's class token)
+            if join and i == join:  # (T2T-ViT's, XCiT's class token)
                 labels = with_extra_tokens(labels, area_share,
                                            recorded.extra_tokens)
             if i == num_blocks:
                 break
-            if moves:
-                labels = _block(slot, labels, options)
+            if slot.probs is not None or slot.q is not None:
+                # (a block may attend over no tokens: XCiT's XCA blocks)
+                labels = _block(slot, labels, options, moves)
             labels = _steps(after, labels, options, moves)
             if keep_history:
                 history.append(labels)
@@ -181,9 +190,14 @@ def _steps(steps, labels, options: AlignOptions, moves: bool):
     return labels
 
 
-def _block(slot, labels, options: AlignOptions):
-    """One block: its key map, ``Ā Y``, and :func:`residual_align`."""
+def _block(slot, labels, options: AlignOptions, moves: bool):
+    """One block: its key map, ``Ā Y``, and :func:`residual_align`, in a
+    block that aligns (``moves``)."""
     key_map, keys, padded = slot.key_map, labels, False
+    if isinstance(key_map, QUERY_MAPS):
+        return _query_block(slot, labels, options, moves)
+    if not moves:
+        return labels
     if key_map is not None:
         keys, padded = key_map.to_keys(labels), key_map.padded
     attended, mass = slot.attend(keys, padded, options.impl)
@@ -192,3 +206,25 @@ def _block(slot, labels, options: AlignOptions):
     return residual_align(labels, attended, options.residual_norm,
                           slot.keep if options.follow_drop_path else None,
                           mass)
+
+
+def _query_block(slot, labels, options: AlignOptions, moves: bool):
+    """A block whose queries are not its tokens (:mod:`.queries`): ``Y' =
+    (O Y + M Y) / 2``, ``O Y`` the labels of the tokens its queries become
+    (the residual's pool, or the querying subset), ``M Y = Ā (P_k Y)``, or
+    ``(P_q Y + Ā (P_k Y)) / 2`` where the attention adds its pooled queries;
+    ``Y' = M Y`` without a residual or the residual average. A block that
+    does not align, and a sample its drop-path dropped: ``O Y``."""
+    queries = slot.key_map
+    own = queries.own(labels)
+    if moves:
+        attended, _ = slot.attend(queries.to_keys(labels), False,
+                                  options.impl)
+        pooled = queries.pooled_queries(labels)
+        if pooled is not None:  # a residual connection inside the branch
+            attended = torch.lerp(pooled, attended, 0.5)
+        own = residual_align(
+            own, attended, options.residual_norm,
+            slot.keep if options.follow_drop_path else None) if \
+            queries.residual else attended
+    return queries.to_tokens(labels, own)

@@ -15,6 +15,7 @@ import torch
 
 from .attention import head_mean_attention, mean_probs_attention
 from .key_maps import Reduction, Windows
+from .queries import PooledQueries, QuerySubset
 from .token_labels import label_map_of
 
 
@@ -64,7 +65,8 @@ class Slot:
             them (``(B', H, N, d)``, ``(B', H, M, d)``).
         probs (Tensor): ``(B', H, N, M)`` softmax output (or its head mean),
             before attention dropout, where a block computes it itself.
-        key_map: how token labels become the keys' (:mod:`.key_maps`).
+        key_map: how token labels become the keys' (:mod:`.key_maps`), or
+            a block's queries are not its tokens (:mod:`.queries`).
         keep (Tensor): ``(B, 1, 1)`` bool, ``False`` where the attention
             branch's drop-path dropped the sample (training only).
     """
@@ -76,7 +78,8 @@ class Slot:
     scale: Union[float, torch.Tensor, None] = None
     bias: Optional[torch.Tensor] = None
     probs: Optional[torch.Tensor] = None
-    key_map: Union[Windows, Reduction, None] = None
+    key_map: Union[Windows, Reduction, PooledQueries, QuerySubset,
+                   None] = None
     keep: Optional[torch.Tensor] = None
 
     def missing(self) -> List[str]:
@@ -118,8 +121,9 @@ class Recorded(NamedTuple):
         extra_from (int): the block the extra tokens join the sequence
             before (after that slot's token steps): ``0``, from the patch
             embedding on (ViT); T2T-ViT prepends its class token after its
-            T2T blocks. They start at ``area_share`` whenever they join:
-            they hold no pixel, and no block moved labels into them.
+            T2T blocks, XCiT before its first class-attention block. They
+            start at ``area_share`` whenever they join: they hold no pixel,
+            and no block moved labels into them.
         head_after (tuple, optional): ``(j, through_step)``: the head reads
             the tokens after block ``j`` (and the token step after it, if
             ``through_step``); ``None``: after the last.

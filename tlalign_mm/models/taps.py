@@ -16,7 +16,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tlalign_mm.core import Recorded, Reduction, Slot, TokenStep, Windows
+from tlalign_mm.core import (
+    Pool,
+    PooledQueries,
+    Recorded,
+    Reduction,
+    Slot,
+    TokenStep,
+    Windows,
+)
 
 from .families import Description, describe
 from .spt_lsa.lsa import LocalitySelfAttention, diagonal_mask
@@ -102,18 +110,26 @@ def kv_linear(slot, attn, module, args, kv):
         .transpose(1, 2)
 
 
-def split_qkv_bias(slot, attn, module, args, qkv):
-    """mmpretrain ``LeAttention.qkv`` (TinyViT): per head ``[key_dim,
-    key_dim, d]`` of q, k, v; its ``scale``, and the attention bias it adds
-    (``attention_biases`` at its index in training, the cached ``ab`` in
-    eval, as its forward does)."""
-    B, N = qkv.shape[:2]
-    q, k, _ = qkv.detach().view(B, N, attn.num_heads, -1).split(
-        [attn.key_dim, attn.key_dim, attn.d], dim=3)
-    slot.q, slot.k, slot.scale = q.transpose(1, 2), k.transpose(1, 2), \
-        attn.scale
-    slot.bias = attn.attention_biases.detach()[
-        :, attn.attention_bias_idxs] if attn.training else attn.ab
+def split_qkv_bias(slot, arg, module, args, output):
+    """mmpretrain's LeViT-style attention (``LeAttention``: TinyViT;
+    LeViT's ``Attention`` and ``AttentionSubsample``): q and k as views of a
+    projection's output (``qkv``, ``kv`` or ``q``; ``arg`` is ``(attn,
+    parts)``, ``parts`` that projection's per-head pieces, of widths
+    ``key_dim`` for q and k, ``d`` for v), at its ``scale``, and with the
+    query the attention bias it adds (``attention_biases`` at its index in
+    training, gathered from the detached table, the cached ``ab`` in eval,
+    as its forward does)."""
+    attn, parts = arg
+    B, N = output.shape[:2]
+    widths = dict(q=attn.key_dim, k=attn.key_dim, v=attn.d)
+    for name, t in zip(parts, output.detach().view(
+            B, N, attn.num_heads, -1).split([widths[p] for p in parts], 3)):
+        if name != 'v':
+            setattr(slot, name, t.transpose(1, 2))
+    if 'q' in parts:
+        slot.scale = attn.scale
+        slot.bias = attn.attention_biases.detach()[
+            :, attn.attention_bias_idxs] if attn.training else attn.ab
 
 
 def _hw(args, kwargs) -> Tuple[int, int]:
@@ -142,7 +158,8 @@ def local_windows(slot, arg, attn, args, kwargs, output):
 
 def fixed_key_map(slot, key_map, module, args, output):
     """A key map fixed when the backbone was built (TinyViT's windows over
-    its one resolution), recorded when ``module`` runs."""
+    its one resolution, LeViT's subsampling :class:`PooledQueries`, class
+    attention's ``QuerySubset``), recorded when ``module`` runs."""
     slot.key_map = key_map
 
 
@@ -180,12 +197,62 @@ def residual_branch(slot, rule, module, args, kwargs):
 
 def branch_keep(slot, arg, module, args, output):
     """The drop-path of the residual branch that last ran (its keep, read
-    as :func:`drop_path_keep` reads the attention's)."""
+    as :func:`drop_path_keep` reads the attention's): its first call after
+    the branch (XCiT calls one drop-path on its block's three branches; a
+    call before any branch ran is not a branch's)."""
+    if not slot.steps:
+        return
     step = slot.steps[-1]
     if module.training and step.keep is None:
         keep = output[:, :1].any(dim=(1, 2), keepdim=True) \
             if output.dim() == 3 else output.flatten(1).any(1).view(-1, 1, 1)
         slot.steps[-1] = step._replace(keep=keep)
+
+
+def mvit_pooling(slot, block, msa, args, kwargs, output):
+    """MViTv2's ``MultiScaleAttention`` call (mmpretrain 1.2.0,
+    ``backbones/mvit.py``): the :class:`PooledQueries` of its input map
+    ``in_size`` (output tokens made by ``block.pool_skip``, a max pool, or
+    none; keys and values by ``pool_v``'s windows; ``residual_pooling`` adds
+    ``pool_q``'s queries), and its decomposed relative position bias
+    folded into the q and k its ``norm_q``/``norm_k`` taps recorded."""
+    hw = args[1] if len(args) > 1 else kwargs['in_size']
+    hw, skip = (int(hw[0]), int(hw[1])), block.pool_skip
+    slot.key_map = PooledQueries(
+        hw, None if skip is None else Pool.of(skip), True,
+        Pool.of(msa.pool_v),
+        Pool.of(msa.pool_q) if msa.residual_pooling else None)
+    if msa.rel_pos_spatial:
+        slot.q, slot.k, slot.scale = fold_decomposed_rel_pos(
+            msa, slot.q, slot.k, tuple(output[1]),
+            Pool.of(msa.pool_k).out_hw(hw))
+
+
+def fold_decomposed_rel_pos(msa, q, k, q_hw, k_hw):
+    """MViTv2's logits ``s q_i.k_j + q_i.Rh[a_i, c_j] + q_i.Rw[b_i, d_j]``
+    (mmpretrain's ``add_decomposed_rel_pos``; query ``i`` at ``(a, b)`` of
+    ``q_hw``, key ``j`` at ``(c, d)`` of ``k_hw``) as one product ``q'.k'``
+    of ``q' = [s q, q.Rh[a], q.Rw[b]]`` and ``k' = [k, onehot(c),
+    onehot(d)]``, float32: every path of ``head_mean_attention`` takes it,
+    with no ``(N, M)`` bias. Returns ``q'``, ``k'`` and the scale, 1."""
+    from mmpretrain.models.backbones.mvit import resize_decomposed_rel_pos
+    with torch.no_grad(), torch.autocast(q.device.type, enabled=False):
+        B, H, N, d = q.shape
+        q = q.float()
+        (qh, qw), (kh, kw) = q_hw, k_hw
+        a, b = torch.meshgrid(torch.arange(qh, device=q.device),
+                              torch.arange(qw, device=q.device),
+                              indexing='ij')
+        Rh = resize_decomposed_rel_pos(msa.rel_pos_h.detach().float(), qh,
+                                       kh)[a.flatten()]  # (N, kh, d)
+        Rw = resize_decomposed_rel_pos(msa.rel_pos_w.detach().float(), qw,
+                                       kw)[b.flatten()]
+        rel = [torch.einsum('bhnc,nkc->bhnk', q, R) for R in (Rh, Rw)]
+        rows = torch.arange(kh, device=q.device).repeat_interleave(kw)
+        cols = torch.arange(kw, device=q.device).repeat(kh)
+        onehot = torch.cat([F.one_hot(rows, kh), F.one_hot(cols, kw)], 1)
+        k = torch.cat([k.float(), onehot.float().expand(B, H, -1, -1)], -1)
+        return torch.cat([q * msa.scale, *rel], -1), k, 1.0
 
 
 #: kind: (function, hook, the slot part it records)
@@ -208,6 +275,7 @@ TAPS = {
     'split_qkv_bias': (split_qkv_bias, 'forward', 'attention'),
     'local_windows': (local_windows, 'forward_kw', 'key_map'),
     'fixed_key_map': (fixed_key_map, 'forward', 'key_map'),
+    'pooling': (mvit_pooling, 'forward_kw', 'key_map'),
 }
 
 

@@ -128,10 +128,13 @@ def token_rule(module: nn.Module) -> TokenRule:
 def input_grid(args: tuple, kwargs: dict) -> Tuple[int, int]:
     """``(H, W)`` of a token-making module's input, from its call: an image
     or feature map ``(B, C, H, W)``, or a token map ``(B, H*W, C)`` with its
-    ``input_size`` (mmcv ``PatchMerging``, SPT pooling)."""
+    ``input_size`` (mmcv ``PatchMerging``, SPT pooling) or its ``H, W``
+    (XCiT's ``LPI``)."""
     x = args[0] if args else kwargs['x']
     if x.dim() == 4:
         hw = x.shape[-2:]
+    elif len(args) > 2:
+        hw = args[1:3]
     else:
         hw = args[1] if len(args) > 1 else kwargs['input_size']
     return int(hw[0]), int(hw[1])

@@ -53,7 +53,9 @@ class Description(NamedTuple):
     ``TLTokenCutMix`` cuts, TransMix's token mask and the presence analysis
     use; ``None``: not stated, and those refuse the backbone);
     ``extra_from``: the block the extra tokens join before (``0``: from
-    the embedding on), :class:`~tlalign_mm.core.Recorded`'s."""
+    the embedding on; T2T-ViT's class token joins after its T2T blocks,
+    XCiT's before its first class-attention block),
+    :class:`~tlalign_mm.core.Recorded`'s."""
     blocks: List[nn.Module]
     taps: List[Tap]
     embed: nn.Module
@@ -427,11 +429,15 @@ def embed_stride(embed: nn.Module) -> Optional[Tuple[int, int]]:
 
 
 # Each further family is a module of this package (a description, about 40
-# lines) and registers when imported here, one line per family:
-# from . import <family>  # noqa: E402,F401
+# lines) and registers when imported here, one line per family, in
+# alphabetical order (the I001 exemption keeps them one line each, so that
+# families added side by side touch no other family's line):
 from . import davit  # noqa: E402,F401,I001
 from . import eva02  # noqa: E402,F401,I001
 from . import hivit  # noqa: E402,F401,I001
+from . import levit  # noqa: E402,F401,I001
+from . import mvit  # noqa: E402,F401,I001
 from . import t2t_vit  # noqa: E402,F401,I001
 from . import tinyvit  # noqa: E402,F401,I001
 from . import twins  # noqa: E402,F401,I001
+from . import xcit  # noqa: E402,F401,I001

@@ -53,7 +53,7 @@ def describe_tinyvit(backbone: nn.Module) -> Description:
                                     f'{type(attn).__name__}, not LeAttention')
             windows = Windows((H, W), ws, 0, ((ws - H % ws) % ws,
                                               (ws - W % ws) % ws))
-            taps += [Tap(i, attn.qkv, 'split_qkv_bias', attn),
+            taps += [Tap(i, attn.qkv, 'split_qkv_bias', (attn, 'qkv')),
                      Tap(i, attn, 'fixed_key_map', windows),
                      Tap(i, block.drop_path, 'keep'),
                      Tap(i, block.local_conv, 'step')]
