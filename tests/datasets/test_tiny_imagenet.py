@@ -60,7 +60,34 @@ def test_an_image_past_the_pixel_bound_is_refused_before_decoding(
     Image.new('RGB', (4096, 4096)).save(path)
     decoded = []
     monkeypatch.setattr(Image.Image, 'load', lambda *a: decoded.append(1))
-    with pytest.raises(ValueError, match=f'{path} is 4096x4096 pixels, more '
+    with pytest.raises(Image.DecompressionBombError,
+                       match=f'{path} is 4096x4096 pixels, more '
                        'than the 65536 TinyImageNet allows'):
         dataset[0]
     assert decoded == []
+
+
+@pytest.mark.parametrize('workers', [0, 1])
+def test_the_pixel_bound_is_one_error_line_in_a_tool(tmp_path, workers,
+                                                      capsys):
+    """The refusal is PIL's own ``DecompressionBombError``, which the tools
+    print as one ``error:`` line, also when a DataLoader worker raised it
+    (torch re-raises it with the worker's traceback in its message)."""
+    import torch
+    from PIL import Image
+
+    from tlalign_mm.checkpoint import one_line_errors
+    write_class_folders(str(tmp_path / 'val'), CLASSES[:1], per_class=1,
+                        hw=(64, 64))
+    dataset = TinyImageNet(data_root=str(tmp_path), split='val',
+                           pipeline=[dict(type='LoadImageFromFile')])
+    path = dataset.get_data_info(0)['img_path']
+    Image.new('RGB', (4096, 4096)).save(path)
+    loader = torch.utils.data.DataLoader(dataset, num_workers=workers,
+                                         collate_fn=list)
+    with pytest.raises(SystemExit) as exit, one_line_errors():
+        next(iter(loader))
+    assert exit.value.code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f'error: {path} is 4096x4096 pixels, more than the 65536 TinyImageNet '
+        'allows (its images are 64x64): refused before decoding']

@@ -14,12 +14,12 @@ from .hooks import (
 from .load import CheckpointError, load, parse_config
 from .mmengine_adapter import install
 from .strict import CheckpointMismatchError, load_strictly, state_dict_of
-from .tool import one_line_errors, run_tool
+from .tool import one_line_errors
 
 __all__ = [
     'AtomicLocalBackend', 'CheckpointError', 'CheckpointMismatchError',
     'CheckpointSafetyHook', 'LastCheckpointHook', 'add_checkpoint_hooks',
     'atomic_write', 'find_resume_checkpoint', 'install', 'load',
-    'load_strictly', 'one_line_errors', 'parse_config', 'run_tool',
+    'load_strictly', 'one_line_errors', 'parse_config',
     'state_dict_of'
 ]

@@ -42,7 +42,7 @@ from tlalign_mm.analysis.session import (  # noqa: E402
     load_config,
     write_json,
 )
-from tlalign_mm.checkpoint import install, run_tool  # noqa: E402
+from tlalign_mm.checkpoint import install  # noqa: E402
 from tlalign_mm.downstream.autoattack import (  # noqa: E402
     ATTACKS,
     PixelSpaceClassifier,
@@ -52,6 +52,7 @@ from tlalign_mm.downstream.autoattack import (  # noqa: E402
     pixel_batch,
     print_progress,
 )
+from tlalign_mm_cli import run_tool  # noqa: E402
 
 
 def parse_args(argv=None):
