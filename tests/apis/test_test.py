@@ -23,7 +23,10 @@ def test_a_missing_checkpoint_is_named_before_anything(monkeypatch, tmp_path):
 @pytest.mark.parametrize('config, argv, message', [
     (CASCADE, ['--out', 'r.json'], r'must be a \.pkl or \.pickle file'),
     (DEMO, ['--cfg-options', 'model.align_cfg.align_layer=last'],
-     'model: Unknown TL-Align options')])
+     'model: Unknown TL-Align options'),
+    # a config with no test split (it was a KeyError/TypeError traceback)
+    (DEMO, ['--cfg-options', 'test_evaluator=None'],
+     '^test_evaluator: not set in the config')])
 def test_a_config_mistake_is_refused_before_anything_is_built(
         config, argv, message, monkeypatch, tmp_path):
     monkeypatch.setattr(test, 'build_runner',

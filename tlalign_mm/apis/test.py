@@ -128,9 +128,26 @@ def merge_test_args(cfg: Config, args) -> Config:
     return cfg
 
 
+def check_test_split(cfg: Config) -> None:
+    """tools/test.py tests a config's test split: its test_dataloader,
+    test_cfg and test_evaluator must be set (before merging the command
+    line, which fills the loaders' defaults)."""
+    missing = [key for key in ('test_dataloader', 'test_cfg',
+                               'test_evaluator') if cfg.get(key) is None]
+    if missing:
+        raise ConfigError(
+            f'{", ".join(missing)}: not set in the config, and tools/test.py '
+            'tests the test split (mmengine needs test_dataloader, test_cfg '
+            'and test_evaluator). Give them, e.g. test_dataloader = '
+            'val_dataloader, test_cfg = dict(), test_evaluator = '
+            'val_evaluator, or _base_ a config that has them.')
+
+
 def check_test_config(cfg: Config) -> None:
-    """A missing dataset (naming the layout it expects) and what the model
-    refuses to build fail before anything is built or read."""
+    """A config without a test split, a missing dataset (naming the layout
+    it expects) and what the model refuses to build fail before anything
+    is built or read."""
+    check_test_split(cfg)
     check_config_datasets(cfg, ['test_dataloader'])
     check_model(cfg)
 
@@ -145,7 +162,9 @@ def build_test_runner(args) -> Runner:
         raise FileNotFoundError(f'{args.checkpoint}: no such checkpoint '
                                 'file')
     install()
-    cfg = merge_test_args(load_config(args.config), args)
+    cfg = load_config(args.config)
+    check_test_split(cfg)
+    cfg = merge_test_args(cfg, args)
     check_test_config(cfg)
     runner = build_runner(cfg)
     if args.out and args.out_item in ('pred', None):
