@@ -19,23 +19,10 @@ from typing import List, Optional
 from mmengine.config import DictAction
 
 from tlalign_mm.checkpoint import install, one_line_errors
-from tlalign_mm_cli import REFUSALS, refusal
+from tlalign_mm_cli import REFUSALS, positive_int, refusal
 
 from .mixed_batches import MIXES
 from .session import build_dataloader, build_model, load_config
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not an integer')
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            f'must be at least 1, got {value} (an analysis of no images '
-            'reports nothing)')
-    return value
 
 
 def add_common_args(parser: argparse.ArgumentParser,

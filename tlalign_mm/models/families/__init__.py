@@ -149,6 +149,32 @@ def describe_vit(backbone: nn.Module) -> Description:
                        vit_readout(backbone, len(layers)), embed_stride(embed))
 
 
+def softmax_to_attn_drop(backbone: nn.Module, attention: str,
+                         family: str) -> Description:
+    """A ViT whose every layer's attention (class path ``attention``)
+    computes its softmax inline and gives it to ``attn_drop``, an
+    ``nn.Dropout``, and whose layer has one ``drop_path`` that runs on both
+    branches, attention first (BEiT, EVA-02). Class token, embedding and
+    readout: the ViT's."""
+    layers, taps = list(part(backbone, 'layers', family)), []
+    for i, layer in enumerate(layers):
+        attn = getattr(layer, 'attn', None)
+        if not is_a(attn, attention) or not isinstance(
+                getattr(attn, 'attn_drop', None), nn.Dropout) or not hasattr(
+                    layer, 'drop_path'):
+            raise NotImplementedError(
+                f"TL-Align records {family} layers with mmpretrain's "
+                f"{attention.rsplit('.', 1)[-1]} (its attn_drop an "
+                f'nn.Dropout) and a drop_path; layer {i} is a '
+                f'{type(layer).__name__} with {type(attn).__name__}.')
+        taps += [Tap(i, attn.attn_drop, 'attn_drop_input'),
+                 Tap(i, layer.drop_path, 'keep')]
+    embed = part(backbone, 'patch_embed', family)
+    return Description(layers, taps, embed,
+                       getattr(backbone, 'num_extra_tokens', 0), None,
+                       vit_readout(backbone, len(layers)), embed_stride(embed))
+
+
 @FAMILIES.register_module(_MMPRETRAIN + 'BEiTAttention')
 def describe_beit(backbone: nn.Module) -> Description:
     """mmpretrain ``BEiTViT``: ``BEiTAttention`` builds q, k with its own
@@ -156,21 +182,8 @@ def describe_beit(backbone: nn.Module) -> Description:
     input; its ``attn_drop`` (an ``nn.Dropout``) is given the softmax. The
     block's one ``drop_path`` runs on both branches, attention first.
     Extra tokens and readout: the ViT's."""
-    layers, taps = list(part(backbone, 'layers', 'BEiT')), []
-    for i, layer in enumerate(layers):
-        attn = getattr(layer, 'attn', None)
-        if not is_a(attn, _MMPRETRAIN + 'BEiTAttention') or not isinstance(
-                attn.attn_drop, nn.Dropout) or not hasattr(layer, 'drop_path'):
-            raise NotImplementedError(
-                "TL-Align records BEiT blocks with mmpretrain's BEiTAttention"
-                f' (its attn_drop an nn.Dropout) and a drop_path; block {i} '
-                f'is a {type(layer).__name__} with {type(attn).__name__}.')
-        taps += [Tap(i, attn.attn_drop, 'attn_drop_input'),
-                 Tap(i, layer.drop_path, 'keep')]
-    embed = part(backbone, 'patch_embed', 'BEiT')
-    return Description(layers, taps, embed,
-                       getattr(backbone, 'num_extra_tokens', 0), None,
-                       vit_readout(backbone, len(layers)), embed_stride(embed))
+    return softmax_to_attn_drop(backbone, _MMPRETRAIN + 'BEiTAttention',
+                                'BEiT')
 
 
 @FAMILIES.register_module(_MMPRETRAIN + 'ShiftWindowMSA')
