@@ -4,7 +4,7 @@ statistics and a picture.
 
 By default it trains the default job of configs/demo/main_job.yml (see
 --full and --models below for what it is now: one model with CutMix and with
-TL-Align on five seeds, about five minutes on two idle cores). Before it
+TL-Align on four seeds, at most five minutes on two idle cores). Before it
 starts it times a few training steps of each kind of run and prints how
 many runs it will do and about how long they will take here, and how long
 the full evidence would. At the end it prints, and writes to
@@ -16,7 +16,7 @@ trained checkpoints on the held-out images mixed by CutMix in batches of
 8, 45 boxes); the learning curves; and beside them the recorded full
 evidence (configs/demo/main_job_recorded.json). A handful
 of seeds gives a wide interval; the recorded twenty per cell are the
-evidence, and --full runs them again (about half an hour on two idle
+evidence, and --full runs them again (about an hour on two idle
 cores).
 
 Each model runs its configs' recipe (30 epochs for the digits, 60 for

@@ -55,6 +55,7 @@ from prettytable import PrettyTable, TableStyle
 
 from tlalign_mm.analysis import figures
 from tlalign_mm.analysis.paired_stats import paired_difference, spread
+from tlalign_mm_cli import ConfigError
 
 from .train import (
     build_train_runner,
@@ -439,10 +440,13 @@ def _timed(job: Job, steps: int, barrier) -> dict:
     except Exception as error:  # noqa: BLE001  (one line, named)
         barrier.abort()  # the others stop waiting
         options = ' '.join(job.options[1:])
+        # a ConfigError says what is wrong in words; others name their type
+        kind = '' if isinstance(error, ConfigError) else \
+            f'{type(error).__name__}: '
         raise JobError(
             f'{job.model} {job.target} ({osp.relpath(job.config)}'
             f'{" --cfg-options " + options if options else ""}): '
-            f'{type(error).__name__}: {error}') from None
+            f'{kind}{error}') from None
 
 
 def check_and_time(jobs: Sequence[Job], num_procs: int = 1,
