@@ -16,7 +16,7 @@ trained checkpoints on the held-out images mixed by CutMix in batches of
 8, 45 boxes); the learning curves; and beside them the recorded full
 evidence (configs/demo/main_job_recorded.json). A handful
 of seeds gives a wide interval; the recorded twenty per cell are the
-evidence, and --full runs them again (about an hour on two idle
+evidence, and --full runs them again (about 45 minutes on two idle
 cores).
 
 Each model runs its configs' recipe (30 epochs for the digits, 60 for
