@@ -185,7 +185,7 @@ def test_the_label_shift_rests_on_many_boxes(monkeypatch):
 #: The recorded evidence as it was before issue 41's rerun (ViT and SL-ViT
 #: of 2026-12-02, label shifts kept as mean and sd over 3 boxes; ViT-c24's
 #: first pass): the rows below read the file's mechanics, not today's numbers
-BEFORE = osp.join(osp.dirname(__file__), 'data',
+BEFORE = osp.join(osp.dirname(__file__),
                   'main_job_recorded_before_issue_41.json')
 
 
