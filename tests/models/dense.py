@@ -330,20 +330,28 @@ def window_attention(module, x, hw):
     return A, lin(w_msa.proj, out)[:, real], real
 
 
+def spatially_reduced(module, x, hw):
+    """What keys and values attend over in PVT's and Twins' reduced
+    attention: the float64 ``(B, N, C)`` map ``x`` through the module's
+    ``sr`` conv (its own stride and padding) and ``norm`` where
+    ``sr_ratio > 1``, else ``x``."""
+    if not module.sr_ratio > 1:
+        return x
+    B, N, C = x.shape
+    sr = module.sr
+    x_kv = F.conv2d(x.transpose(1, 2).reshape(B, C, *hw), sr.weight.double(),
+                    sr.bias.double(), sr.stride, sr.padding)
+    return norm(module.norm, x_kv.flatten(2).transpose(1, 2))
+
+
 def sr_attention(module, x, hw):
     """PVT's spatial-reduction attention of ``x`` by hand from
     ``nn.MultiheadAttention``'s weights: (A (B, H, N, M), the module's
     output without its identity)."""
     mha = module.attn
     x = x.double()
-    B, N, C = x.shape
-    x_kv = x
-    if module.sr_ratio > 1:
-        sr = module.sr
-        x_kv = F.conv2d(x.transpose(1, 2).reshape(B, C, *hw),
-                        sr.weight.double(), sr.bias.double(), sr.stride,
-                        sr.padding)
-        x_kv = norm(module.norm, x_kv.flatten(2).transpose(1, 2))
+    B = x.shape[0]
+    x_kv = spatially_reduced(module, x, hw)
     q, k, v = (_heads(F.linear(t, w, b), B, mha.num_heads) for t, w, b in zip(
         (x, x_kv, x_kv), mha.in_proj_weight.double().chunk(3),
         mha.in_proj_bias.double().chunk(3)))
@@ -590,13 +598,8 @@ def gsa_attention(module, x, hw):
     keys and values from ``kv`` of the map reduced by the ``sr`` conv and
     its norm, SDPA's scale: (A (B, H, N, M), the module's output)."""
     x = x.double()
-    B, N, C = x.shape
-    x_kv = x
-    if module.sr_ratio > 1:
-        sr = module.sr
-        x_kv = F.conv2d(x.transpose(1, 2).reshape(B, C, *hw),
-                        sr.weight.double(), sr.bias.double(), sr.stride)
-        x_kv = norm(module.norm, x_kv.flatten(2).transpose(1, 2))
+    B = x.shape[0]
+    x_kv = spatially_reduced(module, x, hw)
     q = _heads(lin(module.q, x), B, module.num_heads)
     k, v = (_heads(t, B, module.num_heads)
             for t in lin(module.kv, x_kv).chunk(2, -1))
