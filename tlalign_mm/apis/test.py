@@ -163,8 +163,8 @@ def build_test_runner(args) -> Runner:
                                 'file')
     install()
     cfg = load_config(args.config)
-    check_test_split(cfg)
-    cfg = merge_test_args(cfg, args)
+    check_test_split(cfg)  # the merge fills the loader: it needs one
+    cfg = merge_test_args(cfg, args)  # --cfg-options last: checked again
     check_test_config(cfg)
     runner = build_runner(cfg)
     if args.out and args.out_item in ('pred', None):
